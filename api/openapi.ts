@@ -1,0 +1,174 @@
+// The OpenAPI 3.1 document, derived from the route table: nothing here is written twice.
+import { z } from 'zod';
+import { DESCRICAO_ESCOPO, ESCOPOS } from '../shared/domain/acesso.ts';
+import { TITULOS, type Codigo } from '../shared/errors.ts';
+import type { AnyRoute } from './routes/types.ts';
+
+type JsonSchema = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
+  return rest;
+}
+
+const ERRO_POR_STATUS: Record<number, Codigo[]> = {
+  400: ['dados_invalidos'],
+  401: ['nao_autenticado'],
+  403: ['escopo_insuficiente'],
+  404: ['nao_encontrado'],
+  408: ['tempo_esgotado'],
+  409: ['idempotencia_em_andamento'],
+  413: ['corpo_grande_demais'],
+  415: ['tipo_nao_suportado'],
+  422: ['saldo_insuficiente', 'idempotencia_conflito'],
+  429: ['limite_excedido'],
+  500: ['erro_interno'],
+  503: ['indisponivel'],
+};
+
+/** Statuses a route can refuse with, derived from what it declares. */
+export function errorStatuses(route: AnyRoute): number[] {
+  const statuses = new Set([400, 401, 403, 429, 500, 503]);
+  if (route.params) statuses.add(404);
+  if (route.body) [408, 413, 415].forEach((s) => statuses.add(s));
+  if (route.idempotency) [409, 422].forEach((s) => statuses.add(s));
+  for (const s of route.refusals ?? []) statuses.add(s);
+  return [...statuses].sort((a, b) => a - b);
+}
+
+function parameters(schema: z.ZodType | undefined, location: 'path' | 'query' | 'header'): JsonSchema[] {
+  if (!schema) return [];
+  const json = jsonSchema(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+  return Object.entries(json.properties ?? {}).map(([name, property]) => {
+    const { description, ...propertySchema } = property;
+    return {
+      name: location === 'header' ? headerName(name) : name,
+      in: location,
+      required: location === 'path' || (json.required ?? []).includes(name),
+      ...(description ? { description } : {}),
+      schema: propertySchema,
+    };
+  });
+}
+
+const headerName = (lower: string) => lower.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+
+const commonHeaders = {
+  'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+  'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' },
+  RateLimit: { $ref: '#/components/headers/RateLimit' },
+};
+
+function errorResponse(status: number): JsonSchema {
+  const codigos = ERRO_POR_STATUS[status] ?? ['erro_interno'];
+  const headers: JsonSchema = { ...commonHeaders };
+  if (status === 429 || status === 503) headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
+  return {
+    description: codigos.map((c) => `${c}: ${TITULOS[c]}`).join('; '),
+    headers,
+    content: {
+      'application/problem+json': {
+        schema: {
+          allOf: [
+            { $ref: '#/components/schemas/Problema' },
+            { properties: { status: { const: status }, codigo: { enum: codigos } } },
+          ],
+        },
+      },
+    },
+  };
+}
+
+function operation(route: AnyRoute): JsonSchema {
+  const responses: Record<string, JsonSchema> = {};
+  for (const [status, spec] of Object.entries(route.responses)) {
+    responses[status] = {
+      description: spec.description,
+      headers: { ...commonHeaders, ...(spec.headers ?? {}) },
+      ...(spec.schema ? { content: { 'application/json': { schema: jsonSchema(spec.schema, 'output') } } } : {}),
+    };
+  }
+  for (const status of errorStatuses(route)) responses[String(status)] ??= errorResponse(status);
+  return {
+    operationId: route.operationId,
+    tags: [route.tag],
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    security: [{ chaveApi: route.scope ? [route.scope] : [] }],
+    ...(route.scope ? { 'x-escopo': route.scope, 'x-permissao-do-criador': route.permission } : {}),
+    parameters: [
+      ...parameters(route.params, 'path'),
+      ...parameters(route.query, 'query'),
+      ...parameters(route.headers, 'header'),
+    ],
+    ...(route.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } }
+      : {}),
+    responses,
+  };
+}
+
+export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const route of routes) {
+    paths[route.path] ??= {};
+    (paths[route.path] as Record<string, JsonSchema>)[route.method.toLowerCase()] = operation(route);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'API de preços, estoque, cotações e produção',
+      version: 'v1',
+      description:
+        'HTTP API for a 3D-printing pricing and production tool: catalog and prices per sales channel, materials and stock, stock movements, quotations and production orders, and webhooks.',
+    },
+    servers: [{ url: baseUrl }],
+    security: [{ chaveApi: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        chaveApi: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'chv_<prefixo>_<segredo>',
+          description: `API key in Authorization: Bearer <chave>. Scopes: ${ESCOPOS.map((e) => `${e} (${DESCRICAO_ESCOPO[e]})`).join('; ')}`,
+        },
+      },
+      headers: {
+        'X-Request-Id': { description: 'The requisicao_id of this request.', schema: { type: 'string', format: 'uuid' } },
+        'RateLimit-Policy': {
+          description: 'The limits of the key (RFC 9651 list): "rajada";q=<n>;w=<s>, "minuto";q=<n>;w=60, "mes";q=<n>;w=2592000.',
+          schema: { type: 'string' },
+        },
+        RateLimit: {
+          description: 'The limit closest to exhaustion: "<nome>";r=<remaining>;t=<seconds until it refills>.',
+          schema: { type: 'string' },
+        },
+        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+      },
+      schemas: {
+        Problema: {
+          type: 'object',
+          required: ['type', 'title', 'status', 'detail', 'codigo', 'requisicao_id'],
+          properties: {
+            type: { type: 'string', format: 'uri' },
+            title: { type: 'string' },
+            status: { type: 'integer' },
+            detail: { type: 'string' },
+            codigo: { type: 'string', enum: Object.keys(TITULOS) },
+            requisicao_id: { type: 'string', format: 'uuid' },
+            erros: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['campo', 'mensagem'],
+                properties: { campo: { type: 'string' }, mensagem: { type: 'string' } },
+              },
+            },
+            motivo: { type: 'string' },
+          },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,38 @@
+// What the service knows about one request while it runs: its id, timing and, once admitted,
+// the caller. The request log row and the log line are written from it when the response closes.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Caller } from './routes/types.ts';
+
+export type RequestState = {
+  requestId: string;
+  /** performance.now() at arrival: durations and the body deadline are measured from it. */
+  startedAt: number;
+  createdAt: Date;
+  route: string | null;
+  caller: Caller | null;
+  codigo: string | null;
+  cost: number;
+};
+
+const states = new WeakMap<IncomingMessage, RequestState>();
+
+export function startRequest(req: IncomingMessage, createdAt: Date): RequestState {
+  const state: RequestState = {
+    requestId: randomUUID(),
+    startedAt: performance.now(),
+    createdAt,
+    route: null,
+    caller: null,
+    codigo: null,
+    cost: 0,
+  };
+  states.set(req, state);
+  return state;
+}
+
+export function requestState(req: IncomingMessage): RequestState {
+  const state = states.get(req);
+  if (!state) throw new Error('request state missing: the pre handler did not run');
+  return state;
+}

@@ -1,0 +1,72 @@
+// Writing responses: JSON bodies and RFC 9457 problem details, with the request id on each.
+import type { Response } from 'restify';
+import { ApiError, TITULOS } from '../shared/errors.ts';
+import type { Reply } from './routes/types.ts';
+
+export type ProblemBody = {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  codigo: string;
+  requisicao_id: string;
+  erros?: { campo: string; mensagem: string }[];
+  motivo?: string;
+};
+
+/** A stable identifier of the error code, documented on the API reference page. */
+export function problemType(baseUrl: string, codigo: string): string {
+  return `${new URL(baseUrl).origin}/docs#erro-${codigo}`;
+}
+
+export function problemBody(error: ApiError, requestId: string, baseUrl: string): ProblemBody {
+  const body: ProblemBody = {
+    type: problemType(baseUrl, error.codigo),
+    title: TITULOS[error.codigo],
+    status: error.status,
+    detail: error.message,
+    codigo: error.codigo,
+    requisicao_id: requestId,
+  };
+  if (error.status === 400) body.erros = error.erros ?? [];
+  if (error.motivo) body.motivo = error.motivo;
+  return body;
+}
+
+export function problemHeaders(error: ApiError): Record<string, string> {
+  const headers: Record<string, string> = { ...error.headers };
+  if (error.retryAfter !== undefined) headers['Retry-After'] = String(Math.max(0, Math.ceil(error.retryAfter)));
+  return headers;
+}
+
+// sendRaw: restify's own send without its formatters (the body is already serialized), so
+// restify knows the response went out.
+export function writeReply(res: Response, reply: Reply, extraHeaders: Record<string, string>): void {
+  const headers: Record<string, string> = { ...extraHeaders, ...reply.headers };
+  if (reply.body === undefined || reply.status === 304 || reply.status === 204) {
+    res.sendRaw(reply.status, '', headers);
+    return;
+  }
+  const payload = JSON.stringify(reply.body);
+  headers['Content-Type'] ??= 'application/json; charset=utf-8';
+  headers['Content-Length'] = String(Buffer.byteLength(payload));
+  res.sendRaw(reply.status, payload, headers);
+}
+
+export function writeProblem(
+  res: Response,
+  error: ApiError,
+  requestId: string,
+  baseUrl: string,
+  extraHeaders: Record<string, string>,
+): void {
+  writeReply(
+    res,
+    {
+      status: error.status,
+      body: problemBody(error, requestId, baseUrl),
+      headers: { ...problemHeaders(error), 'Content-Type': 'application/problem+json; charset=utf-8' },
+    },
+    extraHeaders,
+  );
+}

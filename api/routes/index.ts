@@ -1,0 +1,5 @@
+// The route table: every endpoint of the API, in the order the OpenAPI document lists them.
+import { rotasDoSistema } from './sistema.ts';
+import type { AnyRoute } from './types.ts';
+
+export const routes: readonly AnyRoute[] = [...rotasDoSistema];

@@ -1,0 +1,151 @@
+// Routes without a scope: health, the caller's account and key, and the event type catalog.
+import { z } from 'zod';
+import { lerChave } from '../../shared/db/chaves.ts';
+import { lerPlanoDaConta } from '../../shared/db/contas.ts';
+import { sql } from '../../shared/db/pool.ts';
+import { ESCOPOS, PERMISSOES } from '../../shared/domain/acesso.ts';
+import { TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
+import { clock } from '../../shared/clock.ts';
+import { defineRoute, type Cost } from './types.ts';
+
+const listaCurta = (): Cost => ({ units: 1, classe: 'read' });
+const umRecurso = (): Cost => ({ units: 1, classe: 'read' });
+
+export const Saude = z.object({
+  situacao: z.literal('ok'),
+  versao: z.literal('v1'),
+  agora: z.iso.datetime({ offset: true }),
+});
+
+const getSaude = defineRoute({
+  operationId: 'getSaude',
+  method: 'GET',
+  path: '/saude',
+  tag: 'Sistema',
+  summary: 'Check that the API is up',
+  description: 'Answers 200 when the API, its database and the caller\'s key are all working.',
+  scope: null,
+  permission: null,
+  cost: umRecurso,
+  responses: { 200: { description: 'The API is up.', schema: Saude } },
+  handler: async () => ({
+    status: 200,
+    body: { situacao: 'ok', versao: 'v1', agora: clock.now().toISOString() },
+  }),
+});
+
+const Limites = z.object({
+  chaves_ativas: z.number().int(),
+  webhook_endpoints: z.number().int(),
+  leituras_por_minuto: z.number().int(),
+  escritas_por_minuto: z.number().int(),
+  chamadas_por_mes: z.number().int(),
+  rajada: z.number().int(),
+  rajada_recarga_por_segundo: z.number().int(),
+  simultaneas_por_chave: z.number().int(),
+  simultaneas_por_conta: z.number().int(),
+  entregas_webhook_por_hora: z.number().int(),
+});
+
+export const Conta = z.object({
+  id: z.uuid(),
+  nome: z.string(),
+  plano: z.string(),
+  chave: z.object({
+    id: z.uuid(),
+    nome: z.string(),
+    prefixo: z.string(),
+    escopos: z.array(z.enum(ESCOPOS)),
+    criada_em: z.iso.datetime({ offset: true }),
+    expira_em: z.iso.datetime({ offset: true }).nullable(),
+  }),
+  permissoes: z.array(z.enum(PERMISSOES)).describe('Permissions the key\'s creator holds now; the key can do no more than they allow.'),
+  limites: Limites,
+  uso: z.object({
+    mes: z.string().regex(/^\d{4}-\d{2}$/),
+    chamadas: z.number().int(),
+    restantes: z.number().int(),
+  }),
+});
+
+const UsoRow = z.object({ nome: z.string(), chamadas: z.number().int() });
+
+const getConta = defineRoute({
+  operationId: 'getConta',
+  method: 'GET',
+  path: '/conta',
+  tag: 'Sistema',
+  summary: 'View the account, the key and the limits',
+  scope: null,
+  permission: null,
+  cost: umRecurso,
+  responses: { 200: { description: 'The account of the key, the key itself, its plan\'s limits and this month\'s use.', schema: Conta } },
+  handler: async ({ caller, deps }) => {
+    const mes = clock.now().toISOString().slice(0, 7);
+    const [plano, chave, uso] = await Promise.all([
+      lerPlanoDaConta(deps.pool, caller.contaId),
+      lerChave(deps.pool, caller.contaId, caller.chaveId),
+      deps.pool.one(sql.type(UsoRow)`
+        SELECT c.nome, coalesce(u.chamadas, 0) AS chamadas
+          FROM contas c
+          LEFT JOIN uso_mensal u ON u.conta_id = c.id AND u.mes = ${`${mes}-01`}::date
+         WHERE c.id = ${caller.contaId}`),
+    ]);
+    if (!chave) throw new Error('admitted key vanished');
+    const { id: _id, nome: _nome, api_disponivel: _api, ...limites } = plano;
+    return {
+      status: 200,
+      body: {
+        id: caller.contaId,
+        nome: uso.nome,
+        plano: plano.id,
+        chave: {
+          id: chave.id,
+          nome: chave.nome,
+          prefixo: chave.prefixo,
+          escopos: chave.escopos,
+          criada_em: chave.criada_em,
+          expira_em: chave.expira_em,
+        },
+        permissoes: caller.permissoes,
+        limites,
+        uso: { mes, chamadas: uso.chamadas, restantes: Math.max(0, plano.chamadas_por_mes - uso.chamadas) },
+      },
+    };
+  },
+});
+
+export const TipoDeEvento = z.object({
+  tipo: z.string(),
+  descricao: z.string(),
+  objeto: z.string(),
+  campos: z.array(z.string()),
+  permissao: z.enum(PERMISSOES).nullable(),
+});
+
+const getTiposDeEvento = defineRoute({
+  operationId: 'listTiposDeEvento',
+  method: 'GET',
+  path: '/tipos-de-evento',
+  tag: 'Sistema',
+  summary: 'List webhook event types',
+  description: 'Every event type the service sends, the object its dados names, its fields, and the permission an endpoint\'s creator needs to receive it. The list is short and returned whole (proximo_cursor is always null).',
+  scope: null,
+  permission: null,
+  cost: listaCurta,
+  responses: {
+    200: {
+      description: 'The event types.',
+      schema: z.object({ dados: z.array(TipoDeEvento), proximo_cursor: z.null() }),
+    },
+  },
+  handler: async () => ({
+    status: 200,
+    body: {
+      dados: TIPOS_DE_EVENTO.map(({ tipo, descricao, objeto, campos, permissao }) => ({ tipo, descricao, objeto, campos, permissao })),
+      proximo_cursor: null,
+    },
+  }),
+});
+
+export const rotasDoSistema = [getSaude, getConta, getTiposDeEvento];

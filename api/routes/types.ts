@@ -1,0 +1,91 @@
+// The shape of one entry of the route table. Each entry is the single source of truth for its
+// endpoint: restify registration, validation, authorization, cost and the OpenAPI document all
+// read it.
+import type { z } from 'zod';
+import type { Escopo, Permissao } from '../../shared/domain/acesso.ts';
+import type { Config } from '../../shared/config.ts';
+import type { Pool } from '../../shared/db/pool.ts';
+import type { Logger } from '../../shared/log.ts';
+
+export type CostClass = 'read' | 'expensive' | 'write';
+export type Cost = { units: number; classe: CostClass };
+
+/** The caller, as admission established it. */
+export type Caller = {
+  contaId: string;
+  chaveId: string;
+  usuarioId: string;
+  planoId: string;
+  permissoes: readonly string[];
+};
+
+export type Deps = { pool: Pool; config: Config; log: Logger };
+
+export type Reply = {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+};
+
+export type RouteContext<P, Q, H, B> = {
+  requestId: string;
+  params: P;
+  query: Q;
+  headers: H;
+  body: B;
+  caller: Caller;
+  deps: Deps;
+};
+
+export type ResponseSpec = {
+  description: string;
+  schema?: z.ZodType;
+  /** OpenAPI header objects of this response beyond the common ones. */
+  headers?: Record<string, unknown>;
+};
+
+type Schema = z.ZodType;
+type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined, H extends Schema | undefined, B extends Schema | undefined> = {
+  operationId: string;
+  method: 'GET' | 'POST';
+  /** Relative to {base_url}, OpenAPI style: /pedidos-producao/{id}. */
+  path: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  scope: Escopo | null;
+  permission: Permissao | null;
+  /**
+   * Cost of §8.2, decided before validation (a refused request is charged too) from the raw
+   * query string.
+   */
+  cost: (rawQuery: URLSearchParams) => Cost;
+  params?: P;
+  query?: Q;
+  headers?: H;
+  body?: B;
+  idempotency?: 'required' | 'optional';
+  /** Refusals beyond those derived from the declaration (e.g. 422 for a business rule, 304). */
+  refusals?: number[];
+  /** Successful responses; error responses are derived from what the route can refuse. */
+  responses: Record<number, ResponseSpec>;
+  handler: (ctx: RouteContext<Out<P>, Out<Q>, Out<H>, Out<B>>) => Promise<Reply>;
+};
+
+// The table holds routes of different schema types; the pipeline treats them uniformly.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteDef<any, any, any, any>;
+
+export function defineRoute<
+  P extends Schema | undefined = undefined,
+  Q extends Schema | undefined = undefined,
+  H extends Schema | undefined = undefined,
+  B extends Schema | undefined = undefined,
+>(route: RouteDef<P, Q, H, B>): AnyRoute {
+  return route as AnyRoute;
+}
+
+/** The cost of reading one resource (§8.2). */
+export const oneResource = (): Cost => ({ units: 1, classe: 'read' });

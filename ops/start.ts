@@ -1,0 +1,56 @@
+// npm start: the whole service on one machine. With no DATABASE_URL it runs an embedded
+// PostgreSQL in .data/; then migrations, demo data on the first run, the web and worker roles,
+// and a banner with the base URL, a fresh demo key and a curl line. Ctrl-C stops everything.
+import { loadConfigOrExit } from '../shared/config.ts';
+import { freePort, startEmbeddedPostgres, type EmbeddedPostgres } from '../shared/db/embedded.ts';
+import { migrate } from '../shared/db/migrate.ts';
+import { createDatabasePool } from '../shared/db/pool.ts';
+import { stopOnSignals } from '../shared/lifecycle.ts';
+import { createLogger } from '../shared/log.ts';
+import { startWeb } from '../api/main.ts';
+import { startWorker } from '../worker/main.ts';
+import { issueDemoKey, loadDemo } from './demo.ts';
+
+let config = loadConfigOrExit();
+if (config.PORT === 0) {
+  const port = await freePort();
+  config = { ...config, PORT: port, baseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${port}/v1` };
+}
+const log = createLogger(config.LOG_LEVEL, 'start');
+
+let embedded: EmbeddedPostgres | null = null;
+let databaseUrl = config.DATABASE_URL;
+if (!databaseUrl) {
+  log.info({ dataDir: config.EMBEDDED_PG_DIR }, 'starting the embedded PostgreSQL');
+  embedded = await startEmbeddedPostgres({ dataDir: config.EMBEDDED_PG_DIR, onLog: (line) => log.debug({ postgres: line }) });
+  databaseUrl = embedded.url;
+}
+
+const { applied } = await migrate(databaseUrl);
+if (applied.length) log.info({ applied }, 'migrations applied');
+const pool = await createDatabasePool(databaseUrl, { size: 2, statementTimeoutMs: 60_000, applicationName: 'start' });
+const loaded = await loadDemo(pool);
+const token = await issueDemoKey(pool);
+await pool.end();
+
+const worker = await startWorker(config, databaseUrl, log.child({ role: 'worker' }));
+const web = await startWeb(config, databaseUrl, log.child({ role: 'web' }));
+
+process.stdout.write(
+  [
+    '',
+    `  API v1 ready at ${config.baseUrl}${loaded ? ' (demo data loaded)' : ''}`,
+    `  Database: ${embedded ? `embedded PostgreSQL in ${config.EMBEDDED_PG_DIR}` : 'DATABASE_URL'}`,
+    `  Demo API key (shown once; a new one each start): ${token}`,
+    `  Try: curl -H "Authorization: Bearer ${token}" ${config.baseUrl}/saude`,
+    `  API reference: ${new URL(config.baseUrl).origin}/docs`,
+    '',
+    '',
+  ].join('\n'),
+);
+
+stopOnSignals(log, config.SHUTDOWN_GRACE_MS, async () => {
+  await web.stop();
+  await worker.stop();
+  await embedded?.stop();
+}, { whenOrphaned: true });

@@ -1,0 +1,103 @@
+-- Stock: locations, finished-part balances and their movements; supplies and theirs.
+
+CREATE TABLE locais (
+  conta_id uuid NOT NULL REFERENCES contas (id),
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  nome text NOT NULL CHECK (length(nome) BETWEEN 1 AND 100),
+  tipo text NOT NULL CHECK (tipo IN ('proprio', 'consignado')),
+  criado_em timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (conta_id, id)
+);
+-- Each account has exactly one own location; consignment locations are any number.
+CREATE UNIQUE INDEX locais_um_proprio ON locais (conta_id) WHERE tipo = 'proprio';
+
+CREATE FUNCTION contas_local_proprio() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO locais (conta_id, nome, tipo) VALUES (NEW.id, 'Estoque próprio', 'proprio');
+  RETURN NEW;
+END $$;
+CREATE TRIGGER contas_local_proprio AFTER INSERT ON contas
+  FOR EACH ROW EXECUTE FUNCTION contas_local_proprio();
+
+CREATE TABLE estoque_saldos (
+  conta_id uuid NOT NULL,
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  local_id uuid NOT NULL,
+  produto_id uuid NOT NULL,
+  variacao_id uuid NOT NULL,
+  parte_id uuid,
+  saldo int NOT NULL DEFAULT 0 CHECK (saldo >= 0),
+  criado_em timestamptz NOT NULL DEFAULT now(),
+  atualizado_em timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (conta_id, id),
+  UNIQUE NULLS NOT DISTINCT (conta_id, local_id, variacao_id, parte_id),
+  FOREIGN KEY (conta_id, local_id) REFERENCES locais (conta_id, id),
+  FOREIGN KEY (conta_id, produto_id, variacao_id) REFERENCES variacoes (conta_id, produto_id, id),
+  FOREIGN KEY (conta_id, variacao_id, parte_id) REFERENCES partes (conta_id, variacao_id, id)
+);
+CREATE INDEX estoque_saldos_variacao ON estoque_saldos (conta_id, variacao_id);
+CREATE INDEX estoque_saldos_produto ON estoque_saldos (conta_id, produto_id);
+CREATE INDEX estoque_saldos_atualizado ON estoque_saldos (conta_id, atualizado_em, id);
+CREATE TRIGGER estoque_saldos_touch BEFORE UPDATE ON estoque_saldos
+  FOR EACH ROW EXECUTE FUNCTION touch_row();
+
+CREATE TABLE estoque_movimentos (
+  conta_id uuid NOT NULL,
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  local_id uuid NOT NULL,
+  variacao_id uuid NOT NULL,
+  parte_id uuid,
+  tipo text NOT NULL CHECK (tipo IN ('entrada', 'saida', 'ajuste')),
+  -- entrada and saida carry the quantity posted; ajuste the signed difference to the count.
+  quantidade int NOT NULL,
+  saldo_antes int NOT NULL CHECK (saldo_antes >= 0),
+  saldo_depois int NOT NULL CHECK (saldo_depois >= 0),
+  motivo text NOT NULL CHECK (motivo IN ('venda_loja', 'venda_marketplace', 'perda', 'devolucao', 'correcao', 'outro')),
+  observacao text CHECK (length(observacao) <= 200),
+  via text NOT NULL DEFAULT 'tela' CHECK (via IN ('api', 'tela', 'link', 'rotina')),
+  chave_id uuid,
+  criado_em timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (conta_id, id),
+  FOREIGN KEY (conta_id, local_id) REFERENCES locais (conta_id, id),
+  FOREIGN KEY (conta_id, variacao_id) REFERENCES variacoes (conta_id, id),
+  FOREIGN KEY (conta_id, variacao_id, parte_id) REFERENCES partes (conta_id, variacao_id, id),
+  FOREIGN KEY (conta_id, chave_id) REFERENCES chaves_api (conta_id, id),
+  CHECK (tipo = 'ajuste' OR quantidade BETWEEN 1 AND 99999),
+  CHECK (saldo_depois = saldo_antes + CASE WHEN tipo = 'saida' THEN -quantidade ELSE quantidade END)
+);
+CREATE INDEX estoque_movimentos_variacao ON estoque_movimentos (conta_id, variacao_id, criado_em);
+
+-- Supplies: a material color (insumo.id is then the color's id), a component or packaging.
+CREATE TABLE insumos (
+  conta_id uuid NOT NULL REFERENCES contas (id),
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  tipo text NOT NULL CHECK (tipo IN ('material_cor', 'componente', 'embalagem')),
+  cor_id uuid,
+  nome text NOT NULL CHECK (length(nome) BETWEEN 1 AND 200),
+  unidade text NOT NULL CHECK (unidade IN ('g', 'ml', 'un')),
+  saldo int NOT NULL DEFAULT 0 CHECK (saldo >= 0),
+  minimo int NOT NULL DEFAULT 0 CHECK (minimo >= 0),
+  criado_em timestamptz NOT NULL DEFAULT now(),
+  atualizado_em timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (conta_id, id),
+  FOREIGN KEY (conta_id, cor_id) REFERENCES cores (conta_id, id) ON DELETE CASCADE,
+  CHECK ((tipo = 'material_cor') = (cor_id IS NOT NULL)),
+  CHECK (cor_id IS NULL OR cor_id = id)
+);
+CREATE INDEX insumos_abaixo ON insumos (conta_id, id) WHERE saldo < minimo;
+CREATE INDEX insumos_atualizado ON insumos (conta_id, atualizado_em, id);
+CREATE TRIGGER insumos_touch BEFORE UPDATE ON insumos FOR EACH ROW EXECUTE FUNCTION touch_row();
+
+CREATE TABLE insumo_movimentos (
+  conta_id uuid NOT NULL,
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  insumo_id uuid NOT NULL,
+  quantidade int NOT NULL CHECK (quantidade <> 0),
+  saldo_depois int NOT NULL CHECK (saldo_depois >= 0),
+  motivo text NOT NULL CHECK (motivo IN ('compra', 'consumo', 'perda', 'correcao')),
+  via text NOT NULL DEFAULT 'tela' CHECK (via IN ('api', 'tela', 'link', 'rotina')),
+  criado_em timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (conta_id, id),
+  FOREIGN KEY (conta_id, insumo_id) REFERENCES insumos (conta_id, id) ON DELETE CASCADE
+);

@@ -1,0 +1,124 @@
+-- Webhook endpoints, the event outbox, deliveries and every delivery attempt.
+
+CREATE FUNCTION tipos_de_evento() RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT ARRAY[
+    'cotacao.criada', 'cotacao.enviada', 'cotacao.fechamento_pedido', 'cotacao.status_mudou',
+    'cotacao.aprovada', 'cotacao.recusada', 'link.aberto', 'pedido_producao.criado',
+    'pedido_producao.situacao_mudou', 'pedido_producao.concluido', 'estoque.baixo',
+    'estoque.movimentado', 'produto.criado', 'produto.atualizado', 'catalogo.atualizado_em_massa',
+    'webhook.teste'
+  ]::text[]
+$$;
+
+CREATE TABLE webhook_endpoints (
+  conta_id uuid NOT NULL REFERENCES contas (id),
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  url text NOT NULL CHECK (url ~ '^https?://' AND length(url) <= 2000),
+  descricao text CHECK (length(descricao) <= 200),
+  -- Empty means every type.
+  tipos text[] NOT NULL DEFAULT '{}' CHECK (tipos <@ tipos_de_evento()),
+  usuario_id uuid NOT NULL,
+  ativo boolean NOT NULL DEFAULT true,
+  desativado_em timestamptz,
+  desativado_motivo text CHECK (desativado_motivo IN ('operador', 'recebedor_410', 'falhas_5_dias')),
+  segredo text NOT NULL CHECK (segredo ~ '^whsec_[A-Za-z0-9+/=]{32,}$'),
+  -- During a rotation the previous secret also signs, until segredo_anterior_ate.
+  segredo_anterior text CHECK (segredo_anterior ~ '^whsec_[A-Za-z0-9+/=]{32,}$'),
+  segredo_anterior_ate timestamptz,
+  -- Start of the current run of failed deliveries; null after any success.
+  falhando_desde timestamptz,
+  criado_em timestamptz NOT NULL DEFAULT now(),
+  atualizado_em timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (conta_id, id),
+  FOREIGN KEY (conta_id, usuario_id) REFERENCES usuarios (conta_id, id),
+  CHECK (ativo = (desativado_em IS NULL)),
+  CHECK ((segredo_anterior IS NULL) = (segredo_anterior_ate IS NULL))
+);
+CREATE TRIGGER webhook_endpoints_touch BEFORE UPDATE ON webhook_endpoints
+  FOR EACH ROW EXECUTE FUNCTION touch_row();
+
+-- Endpoints per plan (contract §6, §8.1) counted over active endpoints, under the account's lock.
+CREATE FUNCTION webhook_endpoints_limite_do_plano() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_limite int;
+  v_ativos int;
+BEGIN
+  IF NOT NEW.ativo OR (TG_OP = 'UPDATE' AND OLD.ativo) THEN
+    RETURN NEW;
+  END IF;
+  SELECT p.webhook_endpoints INTO v_limite
+    FROM contas c JOIN planos p ON p.id = c.plano_id
+   WHERE c.id = NEW.conta_id
+     FOR UPDATE OF c;
+  SELECT count(*) INTO v_ativos FROM webhook_endpoints WHERE conta_id = NEW.conta_id AND ativo;
+  IF v_ativos >= v_limite THEN
+    RAISE EXCEPTION 'the plan allows % active webhook endpoints and the account has %', v_limite, v_ativos
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'webhook_endpoints_do_plano';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER webhook_endpoints_limite BEFORE INSERT OR UPDATE OF ativo ON webhook_endpoints
+  FOR EACH ROW EXECUTE FUNCTION webhook_endpoints_limite_do_plano();
+
+-- Every event, written in the same transaction as the change it reports. The worker relays rows
+-- in seq order once available_at has passed (grouped events wait for the end of their window).
+CREATE TABLE outbox (
+  conta_id uuid NOT NULL REFERENCES contas (id),
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  tipo text NOT NULL CHECK (tipo = ANY (tipos_de_evento())),
+  dados jsonb NOT NULL CHECK (jsonb_typeof(dados) = 'object' AND dados ? 'objeto'),
+  -- Only for webhook.teste: the one endpoint it is for.
+  endpoint_id uuid,
+  -- Grouped types: one pending row per key, refreshed with the latest data until available_at.
+  group_key text,
+  available_at timestamptz NOT NULL DEFAULT now(),
+  relayed_at timestamptz,
+  criado_em timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (conta_id, id),
+  FOREIGN KEY (conta_id, endpoint_id) REFERENCES webhook_endpoints (conta_id, id) ON DELETE CASCADE,
+  CHECK ((tipo = 'webhook.teste') = (endpoint_id IS NOT NULL))
+);
+CREATE INDEX outbox_pending ON outbox (available_at, seq) WHERE relayed_at IS NULL;
+CREATE UNIQUE INDEX outbox_group_pending ON outbox (conta_id, group_key)
+  WHERE relayed_at IS NULL AND group_key IS NOT NULL;
+CREATE INDEX outbox_relayed ON outbox (relayed_at) WHERE relayed_at IS NOT NULL;
+
+CREATE TABLE deliveries (
+  conta_id uuid NOT NULL,
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  event_id uuid NOT NULL,
+  endpoint_id uuid NOT NULL,
+  status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'succeeded', 'failed')),
+  attempts int NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+  next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  last_attempt_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  completed_at timestamptz,
+  PRIMARY KEY (conta_id, id),
+  UNIQUE (conta_id, event_id, endpoint_id),
+  FOREIGN KEY (conta_id, event_id) REFERENCES outbox (conta_id, id) ON DELETE CASCADE,
+  FOREIGN KEY (conta_id, endpoint_id) REFERENCES webhook_endpoints (conta_id, id) ON DELETE CASCADE,
+  CHECK ((status = 'pending') = (completed_at IS NULL))
+);
+CREATE INDEX deliveries_pending ON deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX deliveries_endpoint ON deliveries (conta_id, endpoint_id, created_at);
+
+CREATE TABLE delivery_attempts (
+  conta_id uuid NOT NULL,
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  delivery_id uuid NOT NULL,
+  attempt int NOT NULL CHECK (attempt >= 1),
+  started_at timestamptz NOT NULL,
+  duration_ms int NOT NULL CHECK (duration_ms >= 0),
+  succeeded boolean NOT NULL,
+  response_status int CHECK (response_status BETWEEN 100 AND 599),
+  response_body text CHECK (octet_length(response_body) <= 4096),
+  error text CHECK (length(error) <= 1000),
+  PRIMARY KEY (conta_id, id),
+  UNIQUE (conta_id, delivery_id, attempt),
+  FOREIGN KEY (conta_id, delivery_id) REFERENCES deliveries (conta_id, id) ON DELETE CASCADE
+);
+CREATE INDEX delivery_attempts_started ON delivery_attempts (started_at);

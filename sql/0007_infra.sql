@@ -1,0 +1,60 @@
+-- Infrastructure: idempotency records, the request log and outgoing e-mail.
+
+-- Contract §4.2 rules 2-5: per API key, the body hash, the status and the created id (never the
+-- body or the response). A row with state in_progress is a request still running; its lease lets
+-- a later request take it over when the process that held it died.
+CREATE TABLE idempotency_keys (
+  conta_id uuid NOT NULL,
+  chave_id uuid NOT NULL,
+  key text NOT NULL CHECK (length(key) BETWEEN 1 AND 64),
+  route text NOT NULL,
+  request_hash bytea NOT NULL CHECK (length(request_hash) = 32),
+  state text NOT NULL DEFAULT 'in_progress' CHECK (state IN ('in_progress', 'completed')),
+  lease_until timestamptz,
+  status_code int CHECK (status_code BETWEEN 200 AND 499),
+  resource_id uuid,
+  codigo text,
+  motivo text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL DEFAULT now() + interval '24 hours',
+  PRIMARY KEY (conta_id, chave_id, key),
+  FOREIGN KEY (conta_id, chave_id) REFERENCES chaves_api (conta_id, id) ON DELETE CASCADE,
+  CHECK ((state = 'completed') = (status_code IS NOT NULL)),
+  CHECK ((state = 'in_progress') = (lease_until IS NOT NULL))
+);
+CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at);
+
+-- One row per request, written in batches off the request path. Requests refused before an
+-- account is known (401) have no conta_id.
+CREATE TABLE request_log (
+  requisicao_id uuid PRIMARY KEY,
+  conta_id uuid,
+  chave_id uuid,
+  method text NOT NULL,
+  route text,
+  path text NOT NULL,
+  status int NOT NULL CHECK (status BETWEEN 100 AND 599),
+  codigo text,
+  cost int NOT NULL DEFAULT 0 CHECK (cost >= 0),
+  duration_ms real NOT NULL CHECK (duration_ms >= 0),
+  ip text,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX request_log_created ON request_log (created_at);
+CREATE INDEX request_log_conta ON request_log (conta_id, created_at) WHERE conta_id IS NOT NULL;
+
+-- Every message the service sends; the worker delivers pending rows over SMTP.
+CREATE TABLE outgoing_emails (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  conta_id uuid REFERENCES contas (id),
+  kind text NOT NULL,
+  to_address text NOT NULL CHECK (to_address ~ '^[^@[:space:]]+@[^@[:space:]]+$'),
+  subject text NOT NULL CHECK (length(subject) BETWEEN 1 AND 300),
+  body text NOT NULL,
+  status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'failed', 'skipped')),
+  attempts int NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+  last_error text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  sent_at timestamptz
+);
+CREATE INDEX outgoing_emails_pending ON outgoing_emails (created_at) WHERE status = 'pending';

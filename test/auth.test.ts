@@ -1,0 +1,168 @@
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { sql } from '../shared/db/pool.ts';
+import { definirPermissoes } from '../shared/db/contas.ts';
+import { revogarChave } from '../shared/db/chaves.ts';
+import { PERMISSOES } from '../shared/domain/acesso.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { addKey, createAccount, type TestAccount } from './helpers/fixtures.ts';
+import { request } from './helpers/http.ts';
+import { probeRoutes } from './helpers/probe-routes.ts';
+
+const test = suite('authentication and authorization');
+let app: TestApp;
+let account: TestAccount;
+
+test.before(async () => {
+  app = await startTestApp({ extraRoutes: probeRoutes });
+  account = await createAccount(app.db.pool, { plano: 'farm' });
+});
+test.after(async () => app.stop());
+
+const get = (path: string, authorization?: string) =>
+  request(`${app.baseUrl}${path}`, { headers: authorization ? { authorization } : {} });
+
+const exec = (query: ReturnType<typeof sql.unsafe>) => app.db.pool.query(query);
+
+test('admits a valid key on a route without scope', async () => {
+  const res = await get('/saude', `Bearer ${account.token}`);
+  assert.is(res.status, 200);
+  assert.is(res.body.situacao, 'ok');
+});
+
+test('answers every kind of bad key with a byte-identical 401 apart from requisicao_id', async () => {
+  const revoked = await addKey(app.db.pool, account);
+  await revogarChave(app.db.pool, account.contaId, revoked.chaveId);
+  const expired = await addKey(app.db.pool, account);
+  await exec(sql.unsafe`UPDATE chaves_api SET criada_em = now() - interval '2 days', expira_em = now() - interval '1 day' WHERE id = ${expired.chaveId}`);
+  const unknown = `chv_AAAAAAAA_${'A'.repeat(43)}`;
+  const cases: [string, string | undefined][] = [
+    ['missing', undefined],
+    ['empty', 'Bearer '],
+    ['wrong scheme', `Basic ${account.token}`],
+    ['malformed', 'Bearer not-a-key'],
+    ['truncated', `Bearer ${account.token.slice(0, -1)}`],
+    ['unknown', `Bearer ${unknown}`],
+    ['revoked', `Bearer ${revoked.token}`],
+    ['expired', `Bearer ${expired.token}`],
+  ];
+  const bodies = new Set<string>();
+  const headerSets = new Set<string>();
+  for (const [name, authorization] of cases) {
+    const res = await get('/conta', authorization);
+    assert.is(res.status, 401, name);
+    assert.is(res.headers.get('content-type'), 'application/problem+json; charset=utf-8', name);
+    assert.is(res.body.codigo, 'nao_autenticado', name);
+    assert.is(res.body.requisicao_id, res.headers.get('x-request-id'), name);
+    bodies.add(res.text.replace(res.body.requisicao_id, '<id>'));
+    const headers = [...res.headers].filter(([k]) => !['date', 'x-request-id'].includes(k));
+    headerSets.add(JSON.stringify(headers));
+  }
+  assert.is(bodies.size, 1, [...bodies].join('\n'));
+  assert.is(headerSets.size, 1, [...headerSets].join('\n'));
+});
+
+test('refuses a key without the route scope with 403 escopo_insuficiente', async () => {
+  const narrow = await addKey(app.db.pool, account, { escopos: ['catalogo:ler'] });
+  const res = await get('/saude', `Bearer ${narrow.token}`);
+  assert.is(res.status, 200, 'routes without scope stay open to every valid key');
+  const wide = await scopeProbe(account.token);
+  assert.ok(wide.admitted, 'a key holding the scope is admitted');
+  const { admitted, refused } = await scopeProbe(narrow.token);
+  assert.not.ok(admitted);
+  assert.is(refused.status, 403);
+  assert.is(refused.body.codigo, 'escopo_insuficiente');
+  assert.match(refused.body.detail, 'pedidos:ler');
+});
+
+test('refuses with 403 when the account is blocked, and admits again when unblocked', async () => {
+  const other = await createAccount(app.db.pool);
+  await exec(sql.unsafe`UPDATE contas SET bloqueada = true WHERE id = ${other.contaId}`);
+  let res = await get('/saude', `Bearer ${other.token}`);
+  assert.is(res.status, 403);
+  assert.is(res.body.codigo, 'escopo_insuficiente');
+  assert.match(res.body.detail, 'bloqueada');
+  await exec(sql.unsafe`UPDATE contas SET bloqueada = false WHERE id = ${other.contaId}`);
+  res = await get('/saude', `Bearer ${other.token}`);
+  assert.is(res.status, 200);
+});
+
+test('refuses with 403 when the account API module is switched off or the plan has no API', async () => {
+  const other = await createAccount(app.db.pool, { plano: 'bancada' });
+  await exec(sql.unsafe`UPDATE contas SET api_ativa = false WHERE id = ${other.contaId}`);
+  let res = await get('/saude', `Bearer ${other.token}`);
+  assert.is(res.status, 403);
+  assert.is(res.body.codigo, 'escopo_insuficiente');
+  await exec(sql.unsafe`UPDATE contas SET api_ativa = true WHERE id = ${other.contaId}`);
+  await exec(sql.unsafe`UPDATE planos SET api_disponivel = false WHERE id = 'bancada'`);
+  res = await get('/saude', `Bearer ${other.token}`);
+  await exec(sql.unsafe`UPDATE planos SET api_disponivel = true WHERE id = 'bancada'`);
+  assert.is(res.status, 403);
+  assert.is(res.body.codigo, 'escopo_insuficiente');
+});
+
+test('refuses with 403 when the key is suspended, until the suspension ends', async () => {
+  const key = await addKey(app.db.pool, account);
+  await exec(sql.unsafe`UPDATE chaves_api SET suspensa_ate = now() + interval '15 minutes' WHERE id = ${key.chaveId}`);
+  let res = await get('/saude', `Bearer ${key.token}`);
+  assert.is(res.status, 403);
+  assert.is(res.body.codigo, 'escopo_insuficiente');
+  await exec(sql.unsafe`UPDATE chaves_api SET suspensa_ate = now() - interval '1 second' WHERE id = ${key.chaveId}`);
+  res = await get('/saude', `Bearer ${key.token}`);
+  assert.is(res.status, 200);
+});
+
+test('a key loses what its creator loses, at once', async () => {
+  const other = await createAccount(app.db.pool);
+  let { admitted } = await scopeProbe(other.token);
+  assert.ok(admitted);
+  await definirPermissoes(app.db.pool, other.contaId, other.usuarioId, PERMISSOES.filter((p) => p !== 'producao.ver'));
+  const probe = await scopeProbe(other.token);
+  assert.is(probe.refused.status, 403);
+  assert.match(probe.refused.body.detail, 'producao.ver');
+  await definirPermissoes(app.db.pool, other.contaId, other.usuarioId, PERMISSOES);
+  ({ admitted } = await scopeProbe(other.token));
+  assert.ok(admitted);
+  await exec(sql.unsafe`UPDATE usuarios SET ativo = false WHERE id = ${other.usuarioId}`);
+  const inactive = await scopeProbe(other.token);
+  assert.is(inactive.refused.status, 403, 'an inactive creator holds no permission');
+});
+
+test('the API switched off for the platform answers 503 indisponivel with Retry-After', async () => {
+  await exec(sql.unsafe`UPDATE platform SET api_enabled = false`);
+  const res = await get('/saude', `Bearer ${account.token}`);
+  await exec(sql.unsafe`UPDATE platform SET api_enabled = true`);
+  assert.is(res.status, 503);
+  assert.is(res.body.codigo, 'indisponivel');
+  assert.ok(Number(res.headers.get('retry-after')) > 0);
+});
+
+test('enforces the active keys of the plan when a key is created', async () => {
+  const bancada = await createAccount(app.db.pool, { plano: 'bancada' });
+  const second = await addKey(app.db.pool, bancada);
+  try {
+    await addKey(app.db.pool, bancada);
+    assert.unreachable('a third active key on Bancada must be refused');
+  } catch (error) {
+    assert.instance(error, Error);
+    assert.match(String((error as Error).message), /check integrity constraint/);
+  }
+  await revogarChave(app.db.pool, bancada.contaId, second.chaveId);
+  await addKey(app.db.pool, bancada);
+});
+
+test('concurrent key creations never exceed the plan', async () => {
+  const bancada = await createAccount(app.db.pool, { plano: 'bancada' });
+  const attempts = await Promise.allSettled(Array.from({ length: 6 }, () => addKey(app.db.pool, bancada)));
+  assert.is(attempts.filter((a) => a.status === 'fulfilled').length, 1);
+  const active = await app.db.pool.oneFirst(sql.unsafe`
+    SELECT count(*)::int FROM chaves_api WHERE conta_id = ${bancada.contaId} AND revogada_em IS NULL`);
+  assert.is(active, 2);
+});
+
+async function scopeProbe(token: string) {
+  const res = await get('/teste/escopo', `Bearer ${token}`);
+  return { admitted: res.status === 200, refused: res };
+}
+
+test.run();

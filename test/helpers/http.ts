@@ -1,0 +1,28 @@
+// A small HTTP client for tests: real requests to the running server.
+export type TestResponse<T = any> = { status: number; headers: Headers; body: T; text: string };
+
+export async function request<T = any>(
+  url: string,
+  init: { method?: string; token?: string; headers?: Record<string, string>; body?: unknown; rawBody?: string } = {},
+): Promise<TestResponse<T>> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.token) headers.authorization = `Bearer ${init.token}`;
+  let body: string | undefined = init.rawBody;
+  if (init.body !== undefined) {
+    body = JSON.stringify(init.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(url, { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
+  const text = await response.text();
+  let parsed: unknown = undefined;
+  if (text && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
+  return { status: response.status, headers: response.headers, body: parsed as T, text };
+}
+
+export function client(baseUrl: string, token?: string) {
+  return {
+    get: <T = any>(path: string, headers: Record<string, string> = {}) => request<T>(`${baseUrl}${path}`, { token, headers }),
+    post: <T = any>(path: string, body: unknown, headers: Record<string, string> = {}) =>
+      request<T>(`${baseUrl}${path}`, { token, headers, body }),
+  };
+}

@@ -1,0 +1,72 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { z } from 'zod';
+import { sql } from '../shared/db/pool.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { createAccount, type TestAccount } from './helpers/fixtures.ts';
+import { request } from './helpers/http.ts';
+
+const test = suite('request log');
+let app: TestApp;
+let account: TestAccount;
+
+const Row = z.object({
+  requisicao_id: z.string(),
+  conta_id: z.string().nullable(),
+  chave_id: z.string().nullable(),
+  method: z.string(),
+  route: z.string().nullable(),
+  path: z.string(),
+  status: z.number(),
+  codigo: z.string().nullable(),
+  cost: z.number(),
+  duration_ms: z.number(),
+});
+
+test.before(async () => {
+  // A long flush interval: rows must still be there after a graceful stop.
+  app = await startTestApp({ env: { REQUEST_LOG_FLUSH_MS: '60000' } });
+  account = await createAccount(app.db.pool);
+});
+
+const readLog = (id: string) => app.db.pool.maybeOne(sql.type(Row)`SELECT * FROM request_log WHERE requisicao_id = ${id}`);
+
+test('records admitted and refused requests, flushed on a graceful stop', async () => {
+  const ok = await request(`${app.baseUrl}/conta`, { token: account.token });
+  const refused = await request(`${app.baseUrl}/conta`);
+  const missing = await request(`${app.baseUrl}/nada`, { token: account.token });
+  assert.is(ok.status, 200);
+  await sleep(50);
+  assert.is(await readLog(ok.headers.get('x-request-id') ?? ''), null, 'not written on the request path');
+
+  await app.web.stop();
+
+  const okRow = await readLog(ok.headers.get('x-request-id') ?? '');
+  assert.ok(okRow);
+  assert.is(okRow?.conta_id, account.contaId);
+  assert.is(okRow?.chave_id, account.chaveId);
+  assert.is(okRow?.method, 'GET');
+  assert.is(okRow?.route, 'getConta');
+  assert.is(okRow?.path, '/v1/conta');
+  assert.is(okRow?.status, 200);
+  assert.is(okRow?.codigo, null);
+  assert.is(okRow?.cost, 1);
+  assert.ok((okRow?.duration_ms ?? -1) >= 0);
+
+  const refusedRow = await readLog(refused.headers.get('x-request-id') ?? '');
+  assert.is(refusedRow?.status, 401);
+  assert.is(refusedRow?.codigo, 'nao_autenticado');
+  assert.is(refusedRow?.conta_id, null);
+
+  const missingRow = await readLog(missing.headers.get('x-request-id') ?? '');
+  assert.is(missingRow?.status, 404);
+  assert.is(missingRow?.codigo, 'nao_encontrado');
+});
+
+test.after(async () => {
+  await app.worker?.stop();
+  await app.db.close();
+});
+
+test.run();

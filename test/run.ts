@@ -1,0 +1,145 @@
+// npm test: the uvu suites against a real PostgreSQL. DATABASE_URL points at a server to use;
+// without it an embedded PostgreSQL runs in .data/test-postgres. The schema is migrated once into
+// a template database and every suite clones its own from it. Suites run as separate processes,
+// two at a time; a failed suite's databases are kept for inspection and their names printed.
+import { spawn } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
+import { projectRoot } from '../shared/config.ts';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../shared/db/embedded.ts';
+import { migrate } from '../shared/db/migrate.ts';
+import { createBoss } from '../worker/main.ts';
+
+const TEMPLATE = 'pft_template';
+const PREFIX = 'pft_';
+const concurrency = Number(process.env.TEST_CONCURRENCY ?? 2);
+const filter = process.argv.slice(2);
+
+async function main(): Promise<number> {
+  let embedded: EmbeddedPostgres | null = null;
+  let adminUrl: string;
+  if (process.env.DATABASE_URL) {
+    const url = new URL(process.env.DATABASE_URL);
+    url.pathname = '/postgres';
+    adminUrl = url.toString();
+  } else {
+    embedded = await startEmbeddedPostgres({ dataDir: path.join(projectRoot, '.data', 'test-postgres'), fast: true, database: 'postgres' });
+    adminUrl = embedded.adminUrl;
+  }
+  try {
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect().catch((error: unknown) => {
+      throw new Error(`cannot reach PostgreSQL at ${redact(adminUrl)}: ${String(error)}\n` +
+        'Start one (pg_ctlcluster --skip-systemctl-redirect 15 main start) or unset DATABASE_URL to use the embedded one.');
+    });
+    const started = performance.now();
+    await dropDatabases(admin, PREFIX);
+    await admin.query(`CREATE DATABASE ${TEMPLATE}`);
+    const templateUrl = databaseUrl(adminUrl, TEMPLATE);
+    await migrate(templateUrl);
+    await installBossSchema(templateUrl);
+    process.stdout.write(`template database migrated in ${Math.round(performance.now() - started)} ms (${embedded ? 'embedded PostgreSQL' : redact(adminUrl)})\n`);
+
+    const files = await testFiles(filter);
+    const results = await runAll(files, adminUrl, admin);
+    await admin.end();
+    const passed = results.reduce((n, r) => n + r.passed, 0);
+    const failed = results.reduce((n, r) => n + r.failed, 0);
+    const broken = results.filter((r) => r.code !== 0);
+    for (const r of broken) process.stdout.write(`FAILED ${r.file} (exit ${r.code})${r.kept.length ? `; databases kept: ${r.kept.join(', ')}` : ''}\n`);
+    // A suite that crashed before reporting counts as one failure.
+    const failures = failed + broken.filter((r) => r.failed === 0).length;
+    process.stdout.write(`${passed} passed, ${failures} failed\n`);
+    return failures === 0 ? 0 : 1;
+  } finally {
+    await embedded?.stop();
+  }
+}
+
+type Result = { file: string; code: number; passed: number; failed: number; kept: string[] };
+
+async function runAll(files: string[], adminUrl: string, admin: pg.Client): Promise<Result[]> {
+  const results: Result[] = [];
+  const queue = files.map((file, index) => ({ file, prefix: `${PREFIX}${index}_` }));
+  const workers = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
+    for (let next = queue.shift(); next; next = queue.shift()) {
+      const result = await runFile(next.file, next.prefix, adminUrl);
+      if (result.code === 0) await dropDatabases(admin, next.prefix);
+      else result.kept = await listDatabases(admin, next.prefix);
+      results.push(result);
+    }
+  });
+  await Promise.all(workers);
+  return results;
+}
+
+function runFile(file: string, prefix: string, adminUrl: string): Promise<Result> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [file], {
+      cwd: projectRoot,
+      env: { ...process.env, TEST_ADMIN_URL: adminUrl, TEST_TEMPLATE_DB: TEMPLATE, TEST_DB_PREFIX: prefix, FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('close', (code) => {
+      const passed = Number(/Passed:\s+(\d+)/.exec(output)?.[1] ?? 0);
+      const total = Number(/Total:\s+(\d+)/.exec(output)?.[1] ?? 0);
+      const skipped = Number(/Skipped:\s+(\d+)/.exec(output)?.[1] ?? 0);
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      const name = path.relative(projectRoot, file);
+      process.stdout.write(`${code === 0 ? 'ok  ' : 'FAIL'} ${name} (${passed}/${total - skipped} in ${seconds} s)\n`);
+      if (code !== 0) process.stdout.write(indent(output));
+      resolve({ file: name, code: code ?? 1, passed, failed: Math.max(0, total - skipped - passed), kept: [] });
+    });
+  });
+}
+
+async function testFiles(only: string[]): Promise<string[]> {
+  const dir = path.join(projectRoot, 'test');
+  const entries = await readdir(dir, { recursive: true });
+  return entries
+    .filter((f) => f.endsWith('.test.ts'))
+    .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
+    .sort()
+    .map((f) => path.join(dir, f));
+}
+
+async function installBossSchema(url: string): Promise<void> {
+  const boss = createBoss(url, { max: 2, supervise: false });
+  boss.on('error', () => undefined);
+  await boss.start();
+  await boss.stop({ graceful: false });
+}
+
+async function listDatabases(admin: pg.Client, prefix: string): Promise<string[]> {
+  const { rows } = await admin.query<{ datname: string }>(
+    "SELECT datname FROM pg_database WHERE datname LIKE $1 || '%'", [prefix]);
+  return rows.map((r) => r.datname);
+}
+
+async function dropDatabases(admin: pg.Client, prefix: string): Promise<void> {
+  for (const name of await listDatabases(admin, prefix)) {
+    await admin.query(`DROP DATABASE IF EXISTS ${admin.escapeIdentifier(name)} WITH (FORCE)`);
+  }
+}
+
+function databaseUrl(adminUrl: string, database: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@');
+const indent = (text: string) => text.split('\n').map((l) => `    ${l}`).join('\n') + '\n';
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,83 @@
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { sql } from '../shared/db/pool.ts';
+import { TIPOS_DE_EVENTO } from '../shared/domain/eventos.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { createAccount, type TestAccount } from './helpers/fixtures.ts';
+import { client, request } from './helpers/http.ts';
+
+const test = suite('saude, conta, tipos-de-evento and the OpenAPI document');
+let app: TestApp;
+let account: TestAccount;
+
+test.before(async () => {
+  app = await startTestApp();
+  account = await createAccount(app.db.pool, { plano: 'oficina', escopos: ['pedidos:ler'] });
+});
+test.after(async () => app.stop());
+
+test('GET /saude answers ok with the version and a date-time with offset', async () => {
+  const res = await client(app.baseUrl, account.token).get('/saude');
+  assert.is(res.status, 200);
+  assert.is(res.body.situacao, 'ok');
+  assert.is(res.body.versao, 'v1');
+  assert.match(res.body.agora, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
+});
+
+test('GET /conta shows the account, the key without its secret, the plan limits and the month use', async () => {
+  await app.db.pool.query(sql.unsafe`
+    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 41)`);
+  const res = await client(app.baseUrl, account.token).get('/conta');
+  assert.is(res.status, 200);
+  assert.is(res.body.id, account.contaId);
+  assert.is(res.body.plano, 'oficina');
+  assert.is(res.body.chave.id, account.chaveId);
+  assert.equal(res.body.chave.escopos, ['pedidos:ler']);
+  assert.is(res.body.chave.prefixo, account.token.slice(4, 12));
+  assert.not.match(res.text, account.token.slice(13));
+  assert.equal(res.body.limites, {
+    chaves_ativas: 3, webhook_endpoints: 3, leituras_por_minuto: 60, escritas_por_minuto: 20, chamadas_por_mes: 150000,
+    rajada: 10, rajada_recarga_por_segundo: 2, simultaneas_por_chave: 3, simultaneas_por_conta: 3, entregas_webhook_por_hora: 1000,
+  });
+  assert.is(res.body.uso.chamadas, 41);
+  assert.is(res.body.uso.restantes, 150000 - 41);
+});
+
+test('GET /tipos-de-evento lists every event type of the contract with its object and permission', async () => {
+  const res = await client(app.baseUrl, account.token).get('/tipos-de-evento');
+  assert.is(res.status, 200);
+  assert.is(res.body.proximo_cursor, null);
+  const byType = new Map(res.body.dados.map((t: { tipo: string }) => [t.tipo, t]));
+  assert.is(byType.size, 16);
+  const expected: [string, string, string | null][] = [
+    ['cotacao.criada', 'cotacao', 'cotacoes.ver'], ['cotacao.enviada', 'cotacao', 'cotacoes.ver'],
+    ['cotacao.fechamento_pedido', 'cotacao', 'cotacoes.ver'], ['cotacao.status_mudou', 'cotacao', 'cotacoes.ver'],
+    ['cotacao.aprovada', 'cotacao', 'cotacoes.ver'], ['cotacao.recusada', 'cotacao', 'cotacoes.ver'],
+    ['link.aberto', 'link', 'cotacoes.ver'], ['pedido_producao.criado', 'pedido_producao', 'producao.ver'],
+    ['pedido_producao.situacao_mudou', 'pedido_producao', 'producao.ver'], ['pedido_producao.concluido', 'pedido_producao', 'producao.ver'],
+    ['estoque.baixo', 'insumo', 'estoque_insumos.ver'], ['estoque.movimentado', 'estoque', 'produtos.ver'],
+    ['produto.criado', 'produto', 'produtos.ver'], ['produto.atualizado', 'produto', 'produtos.ver'],
+    ['catalogo.atualizado_em_massa', 'catalogo', 'produtos.ver'], ['webhook.teste', 'teste', null],
+  ];
+  for (const [tipo, objeto, permissao] of expected) {
+    const t = byType.get(tipo) as { objeto: string; permissao: string | null; descricao: string } | undefined;
+    assert.ok(t, tipo);
+    assert.is(t?.objeto, objeto, tipo);
+    assert.is(t?.permissao, permissao, tipo);
+    assert.ok((t?.descricao.length ?? 0) > 10, tipo);
+  }
+  assert.is(TIPOS_DE_EVENTO.length, 16);
+});
+
+test('GET /v1/openapi.json is an OpenAPI 3.1 document of every route, served without a key', async () => {
+  const res = await request(`${app.baseUrl}/openapi.json`);
+  assert.is(res.status, 200);
+  assert.is(res.body.openapi, '3.1.0');
+  assert.is(res.body.servers[0].url, app.baseUrl);
+  for (const path of ['/saude', '/conta', '/tipos-de-evento']) assert.ok(res.body.paths[path]?.get, path);
+  const conta = res.body.paths['/conta'].get;
+  assert.ok(conta.responses['200'].content['application/json'].schema.properties.chave);
+  assert.ok(conta.responses['401'].content['application/problem+json']);
+});
+
+test.run();

@@ -1,0 +1,58 @@
+// The worker process (Procfile: worker): pg-boss, with its schema in the service's database.
+import { PgBoss } from 'pg-boss';
+import { loadConfigOrExit, type Config } from '../shared/config.ts';
+import { createDatabasePool } from '../shared/db/pool.ts';
+import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
+import { createLogger, type Logger } from '../shared/log.ts';
+import { jobs } from './jobs/index.ts';
+import type { WorkerDeps } from './jobs/types.ts';
+
+export const BOSS_SCHEMA = 'pgboss';
+
+export function createBoss(databaseUrl: string, options: { max?: number; supervise?: boolean } = {}): PgBoss {
+  return new PgBoss({
+    connectionString: databaseUrl,
+    schema: BOSS_SCHEMA,
+    application_name: 'worker',
+    max: options.max ?? 10,
+    supervise: options.supervise ?? true,
+  });
+}
+
+export type RunningWorker = { boss: PgBoss; stop(): Promise<void> };
+
+export async function startWorker(config: Config, databaseUrl: string, log: Logger): Promise<RunningWorker> {
+  const pool = await createDatabasePool(databaseUrl, {
+    size: config.DB_POOL_SIZE,
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+    applicationName: 'worker',
+  });
+  const boss = createBoss(databaseUrl);
+  // pg-boss reports its own failures (lost connections, maintenance errors) here; without a
+  // listener they would crash the process.
+  boss.on('error', (error: unknown) => log.error({ err: error }, 'pg-boss error'));
+  await boss.start();
+  const deps: WorkerDeps = { pool, config, log, boss };
+  for (const job of jobs) {
+    await boss.createQueue(job.name, job.queue ?? {});
+    if (job.cron) await boss.schedule(job.name, job.cron);
+    await boss.work(job.name, { batchSize: job.work?.batchSize ?? 1, pollingIntervalSeconds: job.work?.pollingIntervalSeconds ?? 2 }, (batch) =>
+      job.handler(batch, deps),
+    );
+  }
+  log.info({ jobs: jobs.map((j) => j.name) }, 'worker started');
+  return {
+    boss,
+    async stop() {
+      await boss.stop({ graceful: true, timeout: Math.max(1_000, config.SHUTDOWN_GRACE_MS - 2_000) });
+      await pool.end();
+    },
+  };
+}
+
+if (import.meta.main) {
+  const config = loadConfigOrExit();
+  const log = createLogger(config.LOG_LEVEL, 'worker');
+  const worker = await startWorker(config, requireDatabaseUrl(config.DATABASE_URL, 'worker'), log);
+  stopOnSignals(log, config.SHUTDOWN_GRACE_MS, () => worker.stop());
+}
