@@ -54,7 +54,20 @@ CREATE TABLE outgoing_emails (
   status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'failed', 'skipped')),
   attempts int NOT NULL DEFAULT 0 CHECK (attempts >= 0),
   last_error text,
+  next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  -- A worker holding the row until then; another may take it after (the first one died).
+  locked_until timestamptz,
   created_at timestamptz NOT NULL DEFAULT now(),
   sent_at timestamptz
 );
-CREATE INDEX outgoing_emails_pending ON outgoing_emails (created_at) WHERE status = 'pending';
+CREATE INDEX outgoing_emails_pending ON outgoing_emails (next_attempt_at) WHERE status = 'pending';
+
+-- Wakes the worker's mailer at once instead of at its next poll.
+CREATE FUNCTION outgoing_emails_notify() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('outgoing_email', '');
+  RETURN NULL;
+END $$;
+CREATE TRIGGER outgoing_emails_notify AFTER INSERT ON outgoing_emails
+  FOR EACH STATEMENT EXECUTE FUNCTION outgoing_emails_notify();

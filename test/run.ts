@@ -11,8 +11,11 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../shared/db/embed
 import { migrate } from '../shared/db/migrate.ts';
 import { createBoss } from '../worker/main.ts';
 
-const TEMPLATE = 'pft_template';
-const PREFIX = 'pft_';
+// Runs sharing one server (or one machine) keep apart by TEST_RUN_ID: their databases and their
+// embedded data folders carry it, and each run only drops what it made.
+const RUN_ID = (process.env.TEST_RUN_ID ?? 'main').replace(/[^a-z0-9]/gi, '').toLowerCase() || 'main';
+const PREFIX = `pft_${RUN_ID}_`;
+const TEMPLATE = `${PREFIX}template`;
 const concurrency = Number(process.env.TEST_CONCURRENCY ?? 2);
 const filter = process.argv.slice(2);
 
@@ -24,7 +27,7 @@ async function main(): Promise<number> {
     url.pathname = '/postgres';
     adminUrl = url.toString();
   } else {
-    embedded = await startEmbeddedPostgres({ dataDir: path.join(projectRoot, '.data', 'test-postgres'), fast: true, database: 'postgres' });
+    embedded = await startEmbeddedPostgres({ dataDir: path.join(projectRoot, '.data', `test-postgres-${RUN_ID}`), fast: true, database: 'postgres' });
     adminUrl = embedded.adminUrl;
   }
   try {
@@ -62,6 +65,7 @@ type Result = { file: string; code: number; passed: number; failed: number; kept
 async function runAll(files: string[], adminUrl: string, admin: pg.Client): Promise<Result[]> {
   const results: Result[] = [];
   const queue = files.map((file, index) => ({ file, prefix: `${PREFIX}${index}_` }));
+  // Suite prefixes are pft_<run>_<n>_; the template (pft_<run>_template) never matches one.
   const workers = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
     for (let next = queue.shift(); next; next = queue.shift()) {
       const result = await runFile(next.file, next.prefix, adminUrl);
@@ -117,7 +121,7 @@ async function installBossSchema(url: string): Promise<void> {
 
 async function listDatabases(admin: pg.Client, prefix: string): Promise<string[]> {
   const { rows } = await admin.query<{ datname: string }>(
-    "SELECT datname FROM pg_database WHERE datname LIKE $1 || '%'", [prefix]);
+    'SELECT datname FROM pg_database WHERE starts_with(datname, $1)', [prefix]);
   return rows.map((r) => r.datname);
 }
 

@@ -5,6 +5,8 @@ import { createDatabasePool } from '../shared/db/pool.ts';
 import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import { jobs } from './jobs/index.ts';
+import { startMailer } from './mailer.ts';
+import { Notifier } from './notifier.ts';
 import type { WorkerDeps } from './jobs/types.ts';
 
 export const BOSS_SCHEMA = 'pgboss';
@@ -40,10 +42,15 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
       job.handler(batch, deps),
     );
   }
+  const notifier = new Notifier(databaseUrl, log);
+  const loops = [startMailer(deps, notifier)];
+  await notifier.start();
   log.info({ jobs: jobs.map((j) => j.name) }, 'worker started');
   return {
     boss,
     async stop() {
+      await Promise.all(loops.map((l) => l.stop()));
+      await notifier.stop();
       await boss.stop({ graceful: true, timeout: Math.max(1_000, config.SHUTDOWN_GRACE_MS - 2_000) });
       await pool.end();
     },
