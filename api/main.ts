@@ -1,13 +1,20 @@
 // The web process (Procfile: web).
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import type { PgBoss } from 'pg-boss';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfigOrExit, type Config } from '../shared/config.ts';
 import { createDatabasePool } from '../shared/db/pool.ts';
 import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
+import { QUEUES } from '../shared/jobs.ts';
+import { createBoss } from '../worker/boss.ts';
+import { CircuitBreaker } from './breaker.ts';
+import { LimitsBookkeeper } from './limits.ts';
 import { RequestLog } from './request-log.ts';
 import { routes } from './routes/index.ts';
-import type { AnyRoute } from './routes/types.ts';
+import type { AnyRoute, Deps, JobScheduler } from './routes/types.ts';
 import { createApiServer } from './server.ts';
 
 export type RunningWeb = { port: number; stop(): Promise<void> };
@@ -23,7 +30,10 @@ export async function startWeb(
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     applicationName: 'web',
   });
-  const deps = { pool, config, log };
+  const boss = await startJobSender(databaseUrl, log);
+  const limits = new LimitsBookkeeper(pool, log, `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
+  const breaker = new CircuitBreaker({ failureThreshold: 3, openMs: config.DB_BREAKER_OPEN_MS, waitBudgetMs: config.DB_POOL_WAIT_MS });
+  const deps: Deps = { pool, config, log, breaker, limits, jobs: scheduler(boss) };
   const requestLog = new RequestLog(pool, log, config.REQUEST_LOG_FLUSH_MS);
   const api = createApiServer(deps, requestLog, table);
   await new Promise<void>((resolve) => api.server.listen(config.PORT, config.HOST, resolve));
@@ -41,7 +51,26 @@ export async function startWeb(
       api.server.server.closeAllConnections();
       await closed;
       await requestLog.close();
+      await limits.close();
+      await boss.stop({ graceful: false });
       await pool.end();
+    },
+  };
+}
+
+// The web process only sends jobs: no polling, no maintenance (the worker does those).
+async function startJobSender(databaseUrl: string, log: Logger): Promise<PgBoss> {
+  const boss = createBoss(databaseUrl, { max: 2, supervise: false, schedule: false, applicationName: 'web' });
+  boss.on('error', (error: unknown) => log.error({ err: error }, 'pg-boss error'));
+  await boss.start();
+  await boss.createQueue(QUEUES.liftSuspension);
+  return boss;
+}
+
+function scheduler(boss: PgBoss): JobScheduler {
+  return {
+    async liftSuspension(contaId, chaveId, at) {
+      await boss.send(QUEUES.liftSuspension, { contaId, chaveId }, { startAfter: at, singletonKey: chaveId });
     },
   };
 }

@@ -13,19 +13,26 @@ export type RequestState = {
   caller: Caller | null;
   codigo: string | null;
   cost: number;
+  /** Headers every response of this request carries: X-Request-Id, then the rate-limit state. */
+  headers: Record<string, string>;
+  /** The concurrency slot admission took, released when the response closes. */
+  slotId: string | null;
 };
 
 const states = new WeakMap<IncomingMessage, RequestState>();
 
 export function startRequest(req: IncomingMessage, createdAt: Date): RequestState {
+  const requestId = randomUUID();
   const state: RequestState = {
-    requestId: randomUUID(),
+    requestId,
     startedAt: performance.now(),
     createdAt,
     route: null,
     caller: null,
     codigo: null,
     cost: 0,
+    headers: { 'X-Request-Id': requestId },
+    slotId: null,
   };
   states.set(req, state);
   return state;

@@ -2,7 +2,7 @@
 // problem+json, and a log line plus a request log row for every request.
 import restify, { type Request, type Response } from 'restify';
 import { clock } from '../shared/clock.ts';
-import { ApiError, metodoNaoPermitido, naoEncontrado } from '../shared/errors.ts';
+import { ApiError, indisponivel, metodoNaoPermitido, naoEncontrado } from '../shared/errors.ts';
 import { buildOpenApi } from './openapi.ts';
 import { routeHandler, sendError } from './pipeline.ts';
 import type { RequestLog } from './request-log.ts';
@@ -27,11 +27,17 @@ export function createApiServer(deps: Deps, requestLog: RequestLog, table: reado
   server.pre((req: Request, res: Response, next: restify.Next) => {
     const state = startRequest(req, clock.now());
     inFlight++;
-    res.setHeader('X-Request-Id', state.requestId);
     res.once('close', () => {
       inFlight--;
+      if (state.slotId) deps.limits.release(state.slotId);
       finishRequest(deps, requestLog, req, res);
     });
+    // The process's global ceiling: beyond it, answer at once rather than queue (DESIGN §5).
+    if (inFlight > deps.config.MAX_IN_FLIGHT) {
+      state.route = 'sobrecarga';
+      sendError(deps, res, state, indisponivel('O serviço está sobrecarregado; tente de novo em instantes.', 1));
+      return next(false);
+    }
     next();
   });
 

@@ -3,7 +3,7 @@
 import { loadConfigOrExit } from '../shared/config.ts';
 import { migrate } from '../shared/db/migrate.ts';
 import { requireDatabaseUrl } from '../shared/lifecycle.ts';
-import { createBoss } from '../worker/main.ts';
+import { createBoss } from '../worker/boss.ts';
 
 const config = loadConfigOrExit();
 const databaseUrl = requireDatabaseUrl(config.DATABASE_URL, 'release');

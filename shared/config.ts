@@ -28,6 +28,8 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DB_POOL_SIZE: int(1, 200).default(10),
   DB_POOL_WAIT_MS: int(10, 60_000).default(2_000),
+  // How long the circuit breaker stays open (503 at once) before one request probes the database.
+  DB_BREAKER_OPEN_MS: int(10, 600_000).default(2_000),
   DB_STATEMENT_TIMEOUT_MS: int(100, 600_000).default(15_000),
   MAX_IN_FLIGHT: int(1, 100_000).default(1_000),
   SHUTDOWN_GRACE_MS: int(0, 120_000).default(25_000),

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { projectRoot } from '../shared/config.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../shared/db/embedded.ts';
 import { migrate } from '../shared/db/migrate.ts';
-import { createBoss } from '../worker/main.ts';
+import { createBoss } from '../worker/boss.ts';
 
 // Runs sharing one server (or one machine) keep apart by TEST_RUN_ID: their databases and their
 // embedded data folders carry it, and each run only drops what it made.

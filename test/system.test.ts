@@ -24,9 +24,10 @@ test('GET /saude answers ok with the version and a date-time with offset', async
   assert.match(res.body.agora, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
 });
 
-test('GET /conta shows the account, the key without its secret, the plan limits and the month use', async () => {
+test('GET /conta shows the account, the key without its secret, the plan limits and the month use including itself', async () => {
   await app.db.pool.query(sql.unsafe`
-    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 41)`);
+    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 40)
+    ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = 40`);
   const res = await client(app.baseUrl, account.token).get('/conta');
   assert.is(res.status, 200);
   assert.is(res.body.id, account.contaId);

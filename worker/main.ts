@@ -1,5 +1,6 @@
 // The worker process (Procfile: worker): pg-boss, with its schema in the service's database.
-import { PgBoss } from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
+import { createBoss } from './boss.ts';
 import { loadConfigOrExit, type Config } from '../shared/config.ts';
 import { createDatabasePool } from '../shared/db/pool.ts';
 import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
@@ -9,17 +10,7 @@ import { startMailer } from './mailer.ts';
 import { Notifier } from './notifier.ts';
 import type { WorkerDeps } from './jobs/types.ts';
 
-export const BOSS_SCHEMA = 'pgboss';
-
-export function createBoss(databaseUrl: string, options: { max?: number; supervise?: boolean } = {}): PgBoss {
-  return new PgBoss({
-    connectionString: databaseUrl,
-    schema: BOSS_SCHEMA,
-    application_name: 'worker',
-    max: options.max ?? 10,
-    supervise: options.supervise ?? true,
-  });
-}
+export { createBoss } from './boss.ts';
 
 export type RunningWorker = { boss: PgBoss; stop(): Promise<void> };
 

@@ -6,6 +6,8 @@ import type { Escopo, Permissao } from '../../shared/domain/acesso.ts';
 import type { Config } from '../../shared/config.ts';
 import type { Pool } from '../../shared/db/pool.ts';
 import type { Logger } from '../../shared/log.ts';
+import type { CircuitBreaker } from '../breaker.ts';
+import type { Billing, LimitsBookkeeper } from '../limits.ts';
 
 export type CostClass = 'read' | 'expensive' | 'write';
 export type Cost = { units: number; classe: CostClass };
@@ -19,12 +21,24 @@ export type Caller = {
   permissoes: readonly string[];
 };
 
-export type Deps = { pool: Pool; config: Config; log: Logger };
+/** Background work the web process asks of the worker (through pg-boss). */
+export type JobScheduler = { liftSuspension(contaId: string, chaveId: string, at: Date): Promise<void> };
+
+export type Deps = {
+  pool: Pool;
+  config: Config;
+  log: Logger;
+  breaker: CircuitBreaker;
+  limits: LimitsBookkeeper;
+  jobs: JobScheduler;
+};
 
 export type Reply = {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** When the request costs less than admission charged (a 304, a repetition, a short page). */
+  billing?: Billing;
 };
 
 export type RouteContext<P, Q, H, B> = {

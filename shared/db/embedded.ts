@@ -22,6 +22,8 @@ export type EmbeddedOptions = {
   database?: string;
   /** Trade durability for speed (tests only). */
   fast?: boolean;
+  /** A fixed port (to restart a cluster where clients expect it); a free one by default. */
+  port?: number;
   onLog?: (line: string) => void;
 };
 
@@ -36,7 +38,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   await prepareDataDir(dataDir);
   await stopOrphan(dataDir, log);
 
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'];
   if (options.fast) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   const cluster = new EmbeddedPostgresClass({

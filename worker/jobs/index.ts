@@ -1,5 +1,6 @@
 // Every job the worker runs.
 import { requestLogRetention } from './retention.ts';
+import { liftSuspension } from './suspension.ts';
 import type { AnyJob } from './types.ts';
 
-export const jobs: readonly AnyJob[] = [requestLogRetention];
+export const jobs: readonly AnyJob[] = [requestLogRetention, liftSuspension];

@@ -1,0 +1,63 @@
+// Driving admission directly: api_admit called as the pipeline calls it, inside one transaction
+// when a test needs the database clock to stand still (now() is fixed within a transaction).
+import { z } from 'zod';
+import { hashToken } from '../../shared/domain/chaves.ts';
+import { sql, type Db } from '../../shared/db/pool.ts';
+
+export const Admission = z.object({
+  outcome: z.string(),
+  reason: z.string().nullable(),
+  slot_id: z.string().nullable(),
+  retry_after: z.number().nullable(),
+  suspended_until: z.string().nullable(),
+  rajada_r: z.number().nullable(),
+  minuto_r: z.number().nullable(),
+  mes_r: z.number().nullable(),
+});
+export type Admission = z.infer<typeof Admission>;
+
+export async function admitOnce(
+  db: Db,
+  token: string,
+  options: { custo?: number; classe?: 'leitura' | 'escrita'; holder?: string; release?: string[] } = {},
+): Promise<Admission> {
+  return db.one(sql.type(Admission)`
+    SELECT outcome, reason, slot_id, retry_after, suspended_until, rajada_r, minuto_r, mes_r
+      FROM api_admit(${sql.binary(hashToken(token))}, NULL, NULL, ${options.custo ?? 1}, ${options.classe ?? 'leitura'},
+                     ${options.holder ?? 'test'}, ${sql.array(options.release ?? [], 'uuid')})`);
+}
+
+/**
+ * Admits requests one after another, each releasing its slot before the next (as finished
+ * requests do), all at one instant of the database clock. Returns every admission.
+ */
+export async function admitSequence(
+  db: Db,
+  token: string,
+  count: number,
+  options: { custo?: number; classe?: 'leitura' | 'escrita' } = {},
+): Promise<Admission[]> {
+  const results: Admission[] = [];
+  let release: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const result = await admitOnce(db, token, { ...options, release });
+    release = result.slot_id ? [result.slot_id] : [];
+    results.push(result);
+  }
+  if (release.length) await db.query(sql.unsafe`DELETE FROM request_slots WHERE id = ANY (${sql.array(release, 'uuid')})`);
+  return results;
+}
+
+/** Sets ceilings of a plan that a test does not exercise out of the way. */
+export async function raisePlan(db: Db, plano: string, change: Partial<Record<'rajada' | 'rajada_recarga_por_segundo' | 'leituras_por_minuto' | 'escritas_por_minuto' | 'chamadas_por_mes' | 'simultaneas_por_chave' | 'simultaneas_por_conta', number>>): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE planos SET
+      rajada = coalesce(${change.rajada ?? null}::int, rajada),
+      rajada_recarga_por_segundo = coalesce(${change.rajada_recarga_por_segundo ?? null}::int, rajada_recarga_por_segundo),
+      leituras_por_minuto = coalesce(${change.leituras_por_minuto ?? null}::int, leituras_por_minuto),
+      escritas_por_minuto = coalesce(${change.escritas_por_minuto ?? null}::int, escritas_por_minuto),
+      chamadas_por_mes = coalesce(${change.chamadas_por_mes ?? null}::int, chamadas_por_mes),
+      simultaneas_por_chave = coalesce(${change.simultaneas_por_chave ?? null}::int, simultaneas_por_chave),
+      simultaneas_por_conta = coalesce(${change.simultaneas_por_conta ?? null}::int, simultaneas_por_conta)
+    WHERE id = ${plano}`);
+}

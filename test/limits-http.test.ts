@@ -1,0 +1,204 @@
+// Limits as an integrator sees them: the headers of §8.3, 429 with Retry-After, what a 304 or a
+// repetition costs, and the suspension of a key that keeps hitting its limits.
+import { parseList } from 'structured-headers';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { z } from 'zod';
+import { sql } from '../shared/db/pool.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { createAccount, type TestAccount } from './helpers/fixtures.ts';
+import { request } from './helpers/http.ts';
+import { probeRoutes, slowRoutes } from './helpers/probe-routes.ts';
+import { startSmtpReceiver, type SmtpReceiver } from './helpers/smtp.ts';
+
+const test = suite('limits over HTTP');
+let app: TestApp;
+let smtp: SmtpReceiver;
+
+test.before(async () => {
+  smtp = await startSmtpReceiver();
+  app = await startTestApp({ worker: true, extraRoutes: [...probeRoutes, ...slowRoutes], env: { SMTP_URL: smtp.url } });
+});
+test.after(async () => {
+  await app.stop();
+  await smtp.close();
+});
+
+const get = (account: TestAccount, path: string) => request(`${app.baseUrl}${path}`, { token: account.token });
+
+function parsed(header: string | null) {
+  assert.ok(header, 'header present');
+  return parseList(header ?? '').map(([name, params]) => ({ name: String(name), params: Object.fromEntries(params) }));
+}
+
+const usage = (account: TestAccount) =>
+  app.db.pool.one(sql.type(z.object({ mes: z.number(), tokens: z.number(), at: z.number(), leitura: z.number(), escrita: z.number() }))`
+    SELECT coalesce((SELECT chamadas FROM uso_mensal WHERE conta_id = ${account.contaId}), 0)::int AS mes,
+           (SELECT tokens FROM rate_buckets WHERE chave_id = ${account.chaveId})::float8 AS tokens,
+           (SELECT extract(epoch FROM refreshed_at) FROM rate_buckets WHERE chave_id = ${account.chaveId})::float8 AS at,
+           coalesce((SELECT used FROM minute_windows WHERE conta_id = ${account.contaId} AND classe = 'leitura'), 0)::int AS leitura,
+           coalesce((SELECT used FROM minute_windows WHERE conta_id = ${account.contaId} AND classe = 'escrita'), 0)::int AS escrita`);
+
+const settled = () => new Promise((resolve) => setTimeout(resolve, 60));
+
+/** Burst tokens a call took: the bucket's fall plus what it refilled meanwhile (never full here). */
+const burstCharged = (before: { tokens: number; at: number }, after: { tokens: number; at: number }, rate: number) =>
+  before.tokens + (after.at - before.at) * rate - after.tokens;
+
+/** Accounts on a plan like Farm with a burst too deep to fill, so refills never hide a charge. */
+async function deepBurstAccount(): Promise<TestAccount> {
+  await app.db.pool.query(sql.unsafe`
+    INSERT INTO planos SELECT 'fundo', 'Fundo', api_disponivel, 50, webhook_endpoints, leituras_por_minuto, escritas_por_minuto,
+           chamadas_por_mes, 1000000, 5, simultaneas_por_chave, simultaneas_por_conta, entregas_webhook_por_hora
+      FROM planos WHERE id = 'farm' ON CONFLICT (id) DO NOTHING`);
+  return createAccount(app.db.pool, { plano: 'fundo' });
+}
+
+test('every admitted response carries RateLimit-Policy and RateLimit as RFC 9651 lists', async () => {
+  const account = await createAccount(app.db.pool, { plano: 'oficina' });
+  const res = await get(account, '/saude');
+  assert.is(res.status, 200);
+  const policy = parsed(res.headers.get('ratelimit-policy'));
+  assert.equal(policy, [
+    { name: 'rajada', params: { q: 10, w: 5 } },
+    { name: 'minuto', params: { q: 60, w: 60 } },
+    { name: 'mes', params: { q: 150000, w: 2592000 } },
+  ]);
+  assert.match(res.headers.get('ratelimit-policy') ?? '', /^"rajada";q=10;w=5, "minuto";q=60;w=60, "mes";q=150000;w=2592000$/);
+  const current = parsed(res.headers.get('ratelimit'));
+  assert.is(current.length, 1);
+  assert.is(current[0]?.name, 'rajada', 'one of ten burst tokens used is the closest to exhaustion');
+  assert.is(current[0]?.params.r, 9);
+  assert.ok(Number(current[0]?.params.t) >= 0);
+
+  const write = await request(`${app.baseUrl}/teste/eco`, { token: account.token, body: { nome: 'a', quantidade: 1 } });
+  assert.is(write.status, 201);
+  assert.equal(parsed(write.headers.get('ratelimit-policy'))[1], { name: 'minuto', params: { q: 20, w: 60 } }, 'writes show their own minute ceiling');
+});
+
+test('RateLimit names the limit closest to exhaustion', async () => {
+  const account = await createAccount(app.db.pool, { plano: 'farm' });
+  await app.db.pool.query(sql.unsafe`
+    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 749990)`);
+  const res = await get(account, '/saude');
+  const current = parsed(res.headers.get('ratelimit'))[0];
+  assert.is(current?.name, 'mes');
+  assert.is(current?.params.r, 9);
+});
+
+test('a refused call is 429 limite_excedido with Retry-After and the limit headers', async () => {
+  const account = await createAccount(app.db.pool, { plano: 'bancada' });
+  const statuses: number[] = [];
+  let last = await get(account, '/saude');
+  for (let i = 0; i < 8 && last.status !== 429; i++) {
+    statuses.push(last.status);
+    last = await get(account, '/saude');
+  }
+  assert.is(last.status, 429);
+  assert.ok(statuses.length >= 5, 'the burst of five passed first');
+  assert.is(last.body.codigo, 'limite_excedido');
+  assert.is(last.headers.get('content-type'), 'application/problem+json; charset=utf-8');
+  assert.match(last.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
+  assert.is(parsed(last.headers.get('ratelimit'))[0]?.name, 'rajada');
+  assert.ok(last.headers.get('ratelimit-policy'));
+});
+
+test('a 304 costs one in the burst and nothing in the month', async () => {
+  const account = await deepBurstAccount();
+  await get(account, '/saude');
+  await settled();
+  const before = await usage(account);
+  const res = await get(account, '/teste/cobranca?custo=1&final=not_modified');
+  assert.is(res.status, 304);
+  await settled();
+  const after = await usage(account);
+  assert.is(after.mes, before.mes, 'month unchanged');
+  assert.ok(Math.abs(burstCharged(before, after, 5) - 1) < 1e-6, 'one burst token');
+  assert.is(after.leitura, before.leitura + 1, 'one read');
+});
+
+test('an idempotent repetition of a write costs one read in the burst and nothing in the month', async () => {
+  const account = await deepBurstAccount();
+  await get(account, '/saude');
+  await settled();
+  const before = await usage(account);
+  const res = await get(account, '/teste/cobranca?custo=2&classe=write&final=replay');
+  assert.is(res.status, 200);
+  await settled();
+  const after = await usage(account);
+  assert.is(after.mes, before.mes);
+  assert.is(after.escrita, before.escrita, 'no write counted');
+  assert.is(after.leitura, before.leitura + 1, 'counted as one read');
+  assert.ok(Math.abs(burstCharged(before, after, 5) - 1) < 1e-6, 'one burst token');
+});
+
+test('a call charged for more than it used gives the difference back', async () => {
+  const account = await deepBurstAccount();
+  await get(account, '/saude');
+  await settled();
+  const before = await usage(account);
+  const res = await get(account, '/teste/cobranca?custo=5&final=2');
+  assert.is(res.status, 200);
+  await settled();
+  const after = await usage(account);
+  assert.is(after.mes, before.mes + 2);
+  assert.is(after.leitura, before.leitura + 2);
+  assert.ok(Math.abs(burstCharged(before, after, 5) - 2) < 1e-6, 'two burst tokens');
+});
+
+test('twenty refusals in a row suspend the key for 15 minutes, e-mail its creator, and a job lifts it', async () => {
+  const account = await createAccount(app.db.pool, { plano: 'bancada' });
+  await app.db.pool.query(sql.unsafe`
+    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)`);
+  for (let i = 0; i < 19; i++) assert.is((await get(account, '/saude')).status, 429);
+  const email = await app.db.pool.oneFirst(sql.unsafe`SELECT email FROM usuarios WHERE id = ${account.usuarioId}`);
+  assert.is(smtp.messages.filter((m) => m.to.includes(String(email))).length, 0, 'not yet');
+  const twentieth = await get(account, '/saude');
+  assert.is(twentieth.status, 429);
+
+  const suspended = await get(account, '/saude');
+  assert.is(suspended.status, 403);
+  assert.is(suspended.body.codigo, 'escopo_insuficiente');
+  assert.match(suspended.body.detail, 'suspensa');
+
+  const mail = await smtp.waitFor((m) => m.to.includes(String(email)));
+  assert.match(mail.raw, 'suspensa');
+  const row = await app.db.pool.one(sql.type(z.object({ kind: z.string(), status: z.string() }))`
+    SELECT kind, status FROM outgoing_emails WHERE conta_id = ${account.contaId}`);
+  assert.is(row.kind, 'chave_suspensa');
+
+  const Job = z.object({ start_after: z.string(), suspensa_ate: z.string() });
+  const job = await app.db.pool.one(sql.type(Job)`
+    SELECT j.start_after, ch.suspensa_ate FROM pgboss.job j, chaves_api ch
+     WHERE j.name = 'lift-suspension' AND j.data->>'chaveId' = ${account.chaveId}::text AND ch.id = ${account.chaveId}`);
+  assert.ok(Math.abs(Date.parse(job.start_after) - Date.parse(job.suspensa_ate)) < 1000, 'scheduled for the end of the suspension');
+  const minutes = (Date.parse(job.suspensa_ate) - Date.now()) / 60_000;
+  assert.ok(minutes > 14.5 && minutes <= 15.01, 'fifteen minutes');
+
+  // Fifteen minutes pass: the suspension and the job's start move back, the worker runs it.
+  await app.db.pool.query(sql.unsafe`UPDATE chaves_api SET suspensa_ate = now() - interval '1 second' WHERE id = ${account.chaveId}`);
+  await app.db.pool.query(sql.unsafe`UPDATE pgboss.job SET start_after = now() WHERE name = 'lift-suspension' AND data->>'chaveId' = ${account.chaveId}::text`);
+  const Key = z.object({ suspensa_ate: z.string().nullable(), recusas_consecutivas: z.number() });
+  let key = { suspensa_ate: 'x' as string | null, recusas_consecutivas: -1 };
+  for (let i = 0; i < 100 && key.suspensa_ate !== null; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    key = await app.db.pool.one(sql.type(Key)`SELECT suspensa_ate, recusas_consecutivas FROM chaves_api WHERE id = ${account.chaveId}`);
+  }
+  assert.equal(key, { suspensa_ate: null, recusas_consecutivas: 0 }, 'lifted and the count reset by the job');
+});
+
+test('an admitted call resets the count of refusals', async () => {
+  const account = await createAccount(app.db.pool, { plano: 'bancada' });
+  const fill = sql.unsafe`
+    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)
+    ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = 50000`;
+  await app.db.pool.query(fill);
+  for (let i = 0; i < 19; i++) assert.is((await get(account, '/saude')).status, 429);
+  await app.db.pool.query(sql.unsafe`UPDATE uso_mensal SET chamadas = 0 WHERE conta_id = ${account.contaId}`);
+  assert.is((await get(account, '/saude')).status, 200);
+  await app.db.pool.query(fill);
+  for (let i = 0; i < 19; i++) assert.is((await get(account, '/saude')).status, 429);
+  assert.is((await get(account, '/saude')).status, 429, 'the 39th refusal overall is only the 19th in a row');
+});
+
+test.run();
