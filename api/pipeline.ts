@@ -5,10 +5,12 @@ import { ApiError, fromDatabaseError } from '../shared/errors.ts';
 import { admit } from './admission.ts';
 import { isUnavailable } from './breaker.ts';
 import { BODY_DEADLINE_MS, MAX_BODY_BYTES, readJsonBody } from './body.ts';
-import { settlementFor, type Charge } from './limits.ts';
+import { bodyHash, completeIdempotent, finishRefused, replayedRefusal, startIdempotent } from './idempotency.ts';
+import { settlementFor, type Billing, type Charge } from './limits.ts';
 import { requestState, type RequestState } from './request-state.ts';
 import { writeProblem, writeReply } from './respond.ts';
-import type { AnyRoute, Deps, Reply } from './routes/types.ts';
+import { sql } from '../shared/db/pool.ts';
+import type { AnyRoute, Deps, Reply, RouteContext } from './routes/types.ts';
 import { validateInput } from './validate.ts';
 
 export function routeHandler(route: AnyRoute, deps: Deps) {
@@ -38,6 +40,7 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   }
   state.slotId = admission.slotId;
   state.cost = admission.charge.units;
+  state.charge = admission.charge;
 
   const body = route.body
     ? await readJsonBody(req, { maxBytes: MAX_BODY_BYTES, deadlineAt: state.startedAt + BODY_DEADLINE_MS })
@@ -48,7 +51,7 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
     headers: req.headers,
     body,
   });
-  const reply = await route.handler({
+  const ctx: RouteContext<unknown, unknown, unknown, unknown> = {
     requestId: state.requestId,
     params: input.params,
     query: input.query,
@@ -56,14 +59,52 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
     body: input.body,
     caller: admission.caller,
     deps,
-  });
+    db: deps.pool,
+  };
+  const key = route.idempotency ? (input.headers as Record<string, string | undefined>)['idempotency-key'] : undefined;
+  const reply = key ? await runIdempotent(route, ctx, key, bodyHash(body), state) : await runHandler(route, ctx);
   if (deps.config.VALIDATE_RESPONSES) checkReply(route, reply);
-  if (reply.billing) settle(deps, state, admission.charge, reply);
+  if (reply.billing) settle(deps, state, admission.charge, reply.billing);
   writeReply(res, reply, state.headers);
 }
 
-function settle(deps: Deps, state: RequestState, charge: Charge, reply: Reply): void {
-  const settlement = reply.billing ? settlementFor(charge, reply.billing) : null;
+/** A POST runs in one transaction that tells the database's triggers who is making the change. */
+async function runHandler(route: AnyRoute, ctx: RouteContext<unknown, unknown, unknown, unknown>, key?: string): Promise<Reply> {
+  if (route.method === 'GET') return route.handler(ctx);
+  return ctx.deps.pool.transaction(async (tx) => {
+    await tx.query(sql.typeAlias('void')`
+      SELECT set_config('app.via', 'api', true), set_config('app.chave_id', ${ctx.caller.chaveId}, true)`);
+    const reply = await route.handler({ ...ctx, db: tx });
+    if (key) await completeIdempotent(tx, ctx.caller, key, reply.status, reply.resourceId ?? null);
+    return reply;
+  });
+}
+
+async function runIdempotent(
+  route: AnyRoute,
+  ctx: RouteContext<unknown, unknown, unknown, unknown>,
+  key: string,
+  hash: Buffer,
+  state: RequestState,
+): Promise<Reply> {
+  const started = await startIdempotent(ctx.deps.pool, ctx.caller, key, route.operationId, hash);
+  if (started.kind === 'replay') {
+    // A repetition costs like a read (contract §8.2), whatever the first answer was.
+    state.billing = 'replay';
+    if (started.status >= 400) throw replayedRefusal(started);
+    const body = route.replay && started.resourceId ? await route.replay(ctx, started.resourceId) : undefined;
+    return { status: started.status, body, headers: { 'Idempotent-Replayed': 'true' }, billing: 'replay' };
+  }
+  try {
+    return await runHandler(route, ctx, key);
+  } catch (error) {
+    await finishRefused(ctx.deps.pool, ctx.caller, key, error);
+    throw error;
+  }
+}
+
+function settle(deps: Deps, state: RequestState, charge: Charge, billing: Billing): void {
+  const settlement = settlementFor(charge, billing);
   if (!settlement) return;
   state.cost = charge.units - settlement.month;
   deps.limits.settle(settlement);
@@ -81,6 +122,8 @@ export function sendError(deps: Deps, res: Response, state: RequestState, error:
     apiError = new ApiError(500, 'erro_interno', `Erro interno. Informe o requisicao_id ${state.requestId} ao suporte.`);
   }
   state.codigo = apiError.codigo;
+  // A replayed refusal costs like a repetition, not like the first call.
+  if (state.billing && state.charge) settle(deps, state, state.charge, state.billing);
   if (res.headersSent) {
     res.destroy();
     return;

@@ -2,6 +2,7 @@
 // the caller. The request log row and the log line are written from it when the response closes.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { Billing, Charge } from './limits.ts';
 import type { Caller } from './routes/types.ts';
 
 export type RequestState = {
@@ -17,6 +18,9 @@ export type RequestState = {
   headers: Record<string, string>;
   /** The concurrency slot admission took, released when the response closes. */
   slotId: string | null;
+  /** What admission charged, and how the request turned out to cost less (settled later). */
+  charge: Charge | null;
+  billing: Billing | null;
 };
 
 const states = new WeakMap<IncomingMessage, RequestState>();
@@ -33,6 +37,8 @@ export function startRequest(req: IncomingMessage, createdAt: Date): RequestStat
     cost: 0,
     headers: { 'X-Request-Id': requestId },
     slotId: null,
+    charge: null,
+    billing: null,
   };
   states.set(req, state);
   return state;

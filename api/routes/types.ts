@@ -4,7 +4,7 @@
 import type { z } from 'zod';
 import type { Escopo, Permissao } from '../../shared/domain/acesso.ts';
 import type { Config } from '../../shared/config.ts';
-import type { Pool } from '../../shared/db/pool.ts';
+import type { Db, Pool } from '../../shared/db/pool.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { CircuitBreaker } from '../breaker.ts';
 import type { Billing, LimitsBookkeeper } from '../limits.ts';
@@ -39,6 +39,8 @@ export type Reply = {
   headers?: Record<string, string>;
   /** When the request costs less than admission charged (a 304, a repetition, a short page). */
   billing?: Billing;
+  /** The id of what a POST created, kept with its Idempotency-Key for repetitions. */
+  resourceId?: string;
 };
 
 export type RouteContext<P, Q, H, B> = {
@@ -49,6 +51,12 @@ export type RouteContext<P, Q, H, B> = {
   body: B;
   caller: Caller;
   deps: Deps;
+  /**
+   * Where the handler's queries go: for a POST, the transaction the pipeline opened (the change,
+   * its events and its idempotency record commit together, with app.via = 'api' and app.chave_id
+   * set for the triggers); for a GET, the pool.
+   */
+  db: Db;
 };
 
 export type ResponseSpec = {
@@ -81,6 +89,8 @@ export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined,
   headers?: H;
   body?: B;
   idempotency?: 'required' | 'optional';
+  /** For idempotent routes: the body of a repetition, the created resource read again by its id. */
+  replay?: (ctx: RouteContext<Out<P>, Out<Q>, Out<H>, Out<B>>, resourceId: string) => Promise<unknown>;
   /** Refusals beyond those derived from the declaration (e.g. 422 for a business rule, 304). */
   refusals?: number[];
   /** Successful responses; error responses are derived from what the route can refuse. */

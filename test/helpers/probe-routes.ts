@@ -3,6 +3,10 @@
 import { z } from 'zod';
 import { defineRoute, oneResource } from '../../api/routes/types.ts';
 import { sql } from '../../shared/db/pool.ts';
+import { criarCanal } from '../../shared/db/canais.ts';
+import { naoEncontrado, regraRecusou } from '../../shared/errors.ts';
+import { conditionalHeaders, conditionalReply, etagFor } from '../../api/etag.ts';
+import { idempotencyHeaders } from '../../api/idempotency.ts';
 
 export const SECRET_IN_ERROR = 'segredo-interno-nao-pode-vazar';
 
@@ -89,6 +93,52 @@ export const slowRoutes = [
     handler: async ({ query }) => {
       const billing = typeof query.final === 'number' ? { units: query.final } : query.final;
       return { status: billing === 'not_modified' ? 304 : 200, body: billing === 'not_modified' ? undefined : { ok: true }, billing };
+    },
+  }),
+];
+
+/** An idempotent write (creates a channel) and a conditional read (a product's ETag). */
+export const mechanismRoutes = [
+  defineRoute({
+    operationId: 'probeIdempotent',
+    method: 'POST',
+    path: '/teste/idempotente',
+    tag: 'Teste',
+    summary: 'creates a channel, idempotently',
+    scope: null,
+    permission: null,
+    cost: () => ({ units: 2, classe: 'write' }),
+    headers: idempotencyHeaders(true),
+    body: z.object({ nome: z.string().min(1).max(100), esperar_ms: z.number().int().min(0).max(5000).optional() }).strict(),
+    idempotency: 'required',
+    responses: { 201: { description: 'created', schema: z.object({ id: z.uuid(), nome: z.string() }) } },
+    replay: async ({ db, caller }, id) =>
+      db.one(sql.unsafe`SELECT id, nome FROM canais WHERE conta_id = ${caller.contaId} AND id = ${id}`),
+    handler: async ({ body, db, caller }) => {
+      if (body.esperar_ms) await new Promise((resolve) => setTimeout(resolve, body.esperar_ms));
+      if (body.nome === 'recusar') throw regraRecusou('saldo_insuficiente', 'recusado de propósito');
+      if (body.nome === 'falhar') throw new Error('falha de propósito');
+      const { id } = await criarCanal(db, caller.contaId, { nome: body.nome, tipo: 'outro' });
+      return { status: 201, body: { id, nome: body.nome }, resourceId: id };
+    },
+  }),
+  defineRoute({
+    operationId: 'probeConditional',
+    method: 'GET',
+    path: '/teste/produtos/{id}',
+    tag: 'Teste',
+    summary: 'a product with its ETag',
+    scope: null,
+    permission: null,
+    cost: oneResource,
+    params: z.object({ id: z.uuid() }),
+    headers: conditionalHeaders,
+    responses: { 200: { description: 'ok' }, 304: { description: 'not modified' } },
+    handler: async ({ params, headers, db, caller }) => {
+      const row = await db.maybeOne(sql.type(z.object({ id: z.string(), nome: z.string(), row_version: z.number() }))`
+        SELECT id, nome, row_version FROM produtos WHERE conta_id = ${caller.contaId} AND id = ${params.id}`);
+      if (!row) throw naoEncontrado();
+      return conditionalReply(headers['if-none-match'], etagFor(row.id, row.row_version), () => ({ id: row.id, nome: row.nome }));
     },
   }),
 ];

@@ -1,6 +1,7 @@
 // Every job the worker runs.
+import { idempotencyPurge } from './idempotency.ts';
 import { requestLogRetention } from './retention.ts';
 import { liftSuspension } from './suspension.ts';
 import type { AnyJob } from './types.ts';
 
-export const jobs: readonly AnyJob[] = [requestLogRetention, liftSuspension];
+export const jobs: readonly AnyJob[] = [requestLogRetention, liftSuspension, idempotencyPurge];
