@@ -53,16 +53,34 @@ function parameters(schema: z.ZodType | undefined, location: 'path' | 'query' | 
 
 const headerName = (lower: string) => lower.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
 
-const commonHeaders = {
-  'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
-  'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' },
-  RateLimit: { $ref: '#/components/headers/RateLimit' },
+const HEADERS = {
+  'X-Request-Id': { description: 'The requisicao_id of this request (also in every error body and the service log).', schema: { type: 'string', format: 'uuid' } },
+  'RateLimit-Policy': {
+    description: 'The limits of the key (RFC 9651 list): "rajada";q=<n>;w=<s>, "minuto";q=<n>;w=60, "mes";q=<n>;w=2592000.',
+    schema: { type: 'string' },
+    example: '"rajada";q=10;w=5, "minuto";q=60;w=60, "mes";q=150000;w=2592000',
+  },
+  RateLimit: {
+    description: 'The limit closest to exhaustion: "<nome>";r=<remaining>;t=<seconds until it is whole again>.',
+    schema: { type: 'string' },
+    example: '"rajada";r=9;t=1',
+  },
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+  ETag: { description: 'Strong entity tag of this representation; send it back in If-None-Match.', schema: { type: 'string' } },
+  'Idempotent-Replayed': { description: 'true when this answer repeats an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
 };
+
+const ref = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
+const required = (name: keyof typeof HEADERS) => ({ ...HEADERS[name], required: true });
+
+// Every response carries its request id; a response that passed the limits stage carries the limits.
+const errorHeaders = { 'X-Request-Id': required('X-Request-Id'), 'RateLimit-Policy': ref('RateLimit-Policy'), RateLimit: ref('RateLimit') };
+const successHeaders = { 'X-Request-Id': required('X-Request-Id'), 'RateLimit-Policy': required('RateLimit-Policy'), RateLimit: required('RateLimit') };
 
 function errorResponse(status: number): JsonSchema {
   const codigos = ERRO_POR_STATUS[status] ?? ['erro_interno'];
-  const headers: JsonSchema = { ...commonHeaders };
-  if (status === 429 || status === 503) headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
+  const headers: JsonSchema = { ...errorHeaders };
+  if (status === 429 || status === 503) headers['Retry-After'] = required('Retry-After');
   return {
     description: codigos.map((c) => `${c}: ${TITULOS[c]}`).join('; '),
     headers,
@@ -84,7 +102,7 @@ function operation(route: AnyRoute): JsonSchema {
   for (const [status, spec] of Object.entries(route.responses)) {
     responses[status] = {
       description: spec.description,
-      headers: { ...commonHeaders, ...(spec.headers ?? {}) },
+      headers: { ...successHeaders, ...(spec.headers ?? {}) },
       ...(spec.schema ? { content: { 'application/json': { schema: jsonSchema(spec.schema, 'output') } } } : {}),
     };
   }
@@ -108,21 +126,29 @@ function operation(route: AnyRoute): JsonSchema {
   };
 }
 
-export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string): JsonSchema {
+/**
+ * The document for a base URL; with `{ template: true }` the server is the contract's {base_url}
+ * variable (the committed copy in docs/, independent of where the service runs).
+ */
+export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, options: { template?: boolean } = {}): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const route of routes) {
     paths[route.path] ??= {};
     (paths[route.path] as Record<string, JsonSchema>)[route.method.toLowerCase()] = operation(route);
   }
+  const referenced = new Set([...JSON.stringify(paths).matchAll(/#\/components\/headers\/([A-Za-z-]+)/g)].map((m) => m[1]));
   return {
     openapi: '3.1.0',
     info: {
       title: 'API de preços, estoque, cotações e produção',
       version: 'v1',
+      license: { name: 'Proprietária: uso pelas contas da plataforma' },
       description:
         'HTTP API for a 3D-printing pricing and production tool: catalog and prices per sales channel, materials and stock, stock movements, quotations and production orders, and webhooks.',
     },
-    servers: [{ url: baseUrl }],
+    servers: options.template
+      ? [{ url: '{base_url}', description: 'The service address, ending in /v1.', variables: { base_url: { default: baseUrl } } }]
+      : [{ url: baseUrl }],
     security: [{ chaveApi: [] }],
     paths,
     components: {
@@ -134,18 +160,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string): Json
           description: `API key in Authorization: Bearer <chave>. Scopes: ${ESCOPOS.map((e) => `${e} (${DESCRICAO_ESCOPO[e]})`).join('; ')}`,
         },
       },
-      headers: {
-        'X-Request-Id': { description: 'The requisicao_id of this request.', schema: { type: 'string', format: 'uuid' } },
-        'RateLimit-Policy': {
-          description: 'The limits of the key (RFC 9651 list): "rajada";q=<n>;w=<s>, "minuto";q=<n>;w=60, "mes";q=<n>;w=2592000.',
-          schema: { type: 'string' },
-        },
-        RateLimit: {
-          description: 'The limit closest to exhaustion: "<nome>";r=<remaining>;t=<seconds until it refills>.',
-          schema: { type: 'string' },
-        },
-        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
-      },
+      headers: Object.fromEntries(Object.entries(HEADERS).filter(([name]) => referenced.has(name))),
       schemas: {
         Problema: {
           type: 'object',
@@ -172,3 +187,8 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string): Json
     },
   };
 }
+
+/** Response headers of a conditional GET (ETag on 200 and 304). */
+export const etagHeaders = { ETag: required('ETag') };
+/** Response headers of an idempotent POST. */
+export const replayHeaders = { 'Idempotent-Replayed': ref('Idempotent-Replayed') };

@@ -14,9 +14,9 @@ export type ProblemBody = {
   motivo?: string;
 };
 
-/** A stable identifier of the error code, documented on the API reference page. */
+/** A stable identifier of the error code: its entry on the service's error page. */
 export function problemType(baseUrl: string, codigo: string): string {
-  return `${new URL(baseUrl).origin}/docs#erro-${codigo}`;
+  return `${new URL(baseUrl).origin}/docs/erros#${codigo}`;
 }
 
 export function problemBody(error: ApiError, requestId: string, baseUrl: string): ProblemBody {

@@ -3,6 +3,7 @@
 import restify, { type Request, type Response } from 'restify';
 import { clock } from '../shared/clock.ts';
 import { ApiError, indisponivel, metodoNaoPermitido, naoEncontrado } from '../shared/errors.ts';
+import { registerDocs } from './docs.ts';
 import { buildOpenApi } from './openapi.ts';
 import { routeHandler, sendError } from './pipeline.ts';
 import type { RequestLog } from './request-log.ts';
@@ -53,6 +54,8 @@ export function createApiServer(deps: Deps, requestLog: RequestLog, table: reado
     res.sendRaw(200, openapi, { 'Content-Type': 'application/json; charset=utf-8' });
     next();
   });
+
+  registerDocs(server);
 
   // Unknown routes, wrong methods and anything restify itself refuses.
   server.on('restifyError', (req: Request, res: Response, err: Error & { statusCode?: number }, callback: () => void) => {

@@ -1,4 +1,7 @@
-// A small HTTP client for tests: real requests to the running server.
+// A small HTTP client for tests: real requests to the running server, each response checked
+// against the OpenAPI document (test/helpers/conformance.ts).
+import { checkConformance } from './conformance.ts';
+
 export type TestResponse<T = any> = { status: number; headers: Headers; body: T; text: string };
 
 export async function request<T = any>(
@@ -12,8 +15,10 @@ export async function request<T = any>(
     body = JSON.stringify(init.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(url, { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
+  const method = init.method ?? (body === undefined ? 'GET' : 'POST');
+  const response = await fetch(url, { method, headers, body });
   const text = await response.text();
+  checkConformance(method, url, response.status, response.headers, text);
   let parsed: unknown = undefined;
   if (text && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
   return { status: response.status, headers: response.headers, body: parsed as T, text };

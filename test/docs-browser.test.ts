@@ -1,0 +1,72 @@
+// The API reference page in a real headless Chromium: it loads, shows every operation, logs no
+// console error and requests nothing outside the service.
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { routes } from '../api/routes/index.ts';
+import { projectRoot } from '../shared/config.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const test = suite('API reference page in Chromium');
+
+if (!existsSync(CHROMIUM)) {
+  if (process.env.CI) throw new Error(`Chromium not found at ${CHROMIUM}; .ci/run installs it (apt-get install -y chromium)`);
+  process.stdout.write(`SKIPPED: no Chromium at ${CHROMIUM} (install Debian's chromium package, or set CHROMIUM_PATH)\n`);
+  test.skip('the page renders every operation without errors or outside requests', () => undefined);
+} else {
+  let app: TestApp;
+  let browser: Browser;
+  test.before(async () => {
+    app = await startTestApp();
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
+        '--no-first-run', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  test.after(async () => {
+    await browser?.close();
+    await app?.stop();
+  });
+
+  test('the page renders every operation without console errors or requests outside the service', async () => {
+    const origin = new URL(app.baseUrl).origin;
+    const page = await browser.newPage();
+    const outside: string[] = [];
+    const errors: string[] = [];
+    page.on('request', (r) => {
+      if (!r.url().startsWith(origin) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) outside.push(r.url());
+    });
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    page.on('response', (r) => r.status() >= 400 && errors.push(`${r.status()} ${r.url()}`));
+    page.on('pageerror', (e) => errors.push(String(e)));
+    const response = await page.goto(`${origin}/docs`, { waitUntil: 'networkidle' });
+    assert.is(response?.status(), 200);
+    await page.waitForSelector('[data-section-id^="operation/"]', { timeout: 30_000 });
+    const operations = await page.locator('[data-section-id^="operation/"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-section-id')));
+    for (const route of routes) assert.ok(operations.includes(`operation/${route.operationId}`), `operation ${route.operationId} shown`);
+    const text = await page.locator('body').innerText();
+    for (const route of routes) assert.ok(text.includes(route.summary), `summary "${route.summary}" shown`);
+    const artifacts = path.join(projectRoot, 'artifacts');
+    await mkdir(artifacts, { recursive: true });
+    await page.screenshot({ path: path.join(artifacts, 'docs.png'), fullPage: false });
+    assert.equal(outside, [], 'no request outside the service');
+    assert.equal(errors, [], 'no console error');
+    await page.close();
+  });
+
+  test('the error page lists every codigo a problem type points to', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${new URL(app.baseUrl).origin}/docs/erros#limite_excedido`);
+    for (const codigo of ['dados_invalidos', 'nao_autenticado', 'limite_excedido', 'indisponivel']) {
+      assert.is(await page.locator(`#${codigo}`).count(), 1, codigo);
+    }
+    await page.close();
+  });
+}
+
+test.run();

@@ -1,0 +1,55 @@
+// The OpenAPI document: the committed copy matches what the server serves, and the conformance
+// check every suite relies on really rejects what does not match.
+import { readFile } from 'node:fs/promises';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { committedDocument, committedPath } from '../ops/openapi.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { checkConformance, ConformanceError } from './helpers/conformance.ts';
+import { request } from './helpers/http.ts';
+
+const test = suite('OpenAPI document');
+let app: TestApp;
+
+test.before(async () => {
+  app = await startTestApp();
+});
+test.after(async () => app.stop());
+
+test('docs/openapi.json is what the route table produces (run npm run openapi after changing a route)', async () => {
+  const committed = JSON.parse(await readFile(committedPath, 'utf8'));
+  assert.equal(committed, committedDocument());
+});
+
+test('the served document is the committed one, with this server as its address', async () => {
+  const res = await request(`${app.baseUrl}/openapi.json`);
+  assert.is(res.status, 200);
+  const committed = JSON.parse(await readFile(committedPath, 'utf8'));
+  assert.equal(res.body.servers, [{ url: app.baseUrl }]);
+  assert.equal({ ...res.body, servers: null }, { ...committed, servers: null });
+});
+
+const json = (body: unknown) => JSON.stringify(body);
+const headers = (extra: Record<string, string> = {}) =>
+  new Headers({ 'content-type': 'application/json; charset=utf-8', 'x-request-id': crypto.randomUUID(), ratelimit: '"rajada";r=1;t=1', 'ratelimit-policy': '"rajada";q=1;w=1', ...extra });
+
+test('the conformance check accepts a matching response and rejects every kind of mismatch', () => {
+  const url = 'http://localhost/v1/saude';
+  const good = { situacao: 'ok', versao: 'v1', agora: '2026-11-23T00:00:00.000Z' };
+  checkConformance('GET', url, 200, headers(), json(good));
+  const mismatches: [number, Headers, string][] = [
+    [200, headers(), json({ ...good, situacao: 'talvez' })],
+    [200, headers(), json({ situacao: 'ok' })],
+    [418, headers(), json(good)],
+    [200, headers({ 'content-type': 'text/plain' }), json(good)],
+    [200, new Headers({ 'content-type': 'application/json' }), json(good)],
+    [429, headers({ 'content-type': 'application/problem+json', 'retry-after': 'soon' }), json({})],
+  ];
+  for (const [status, h, body] of mismatches) {
+    assert.throws(() => checkConformance('GET', url, status, h, body), (e: unknown) => e instanceof ConformanceError, `${status} ${body}`);
+  }
+  // Paths the document does not describe are not checked.
+  checkConformance('GET', 'http://localhost/docs', 200, new Headers(), '<html>');
+});
+
+test.run();
