@@ -86,24 +86,38 @@ CREATE UNIQUE INDEX outbox_group_pending ON outbox (conta_id, group_key)
   WHERE relayed_at IS NULL AND group_key IS NOT NULL;
 CREATE INDEX outbox_relayed ON outbox (relayed_at) WHERE relayed_at IS NOT NULL;
 
+-- One delivery per event and endpoint. The schedule lives here (next_attempt_at), not in pg-boss:
+-- operators, views and replays read and move it. job_id is the pg-boss job carrying the next attempt
+-- while one is enqueued; a worker acts on a job only while it still matches (a fence against stale
+-- or duplicated jobs).
 CREATE TABLE deliveries (
   conta_id uuid NOT NULL,
   id uuid NOT NULL DEFAULT gen_random_uuid(),
   event_id uuid NOT NULL,
   endpoint_id uuid NOT NULL,
   status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'succeeded', 'failed')),
+  -- Every attempt ever made (numbers delivery_attempts); run_attempts restarts at 0 on a replay and
+  -- picks the next delay of the retry schedule.
   attempts int NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+  run_attempts int NOT NULL DEFAULT 0 CHECK (run_attempts >= 0),
   next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  job_id uuid,
   last_attempt_at timestamptz,
+  -- Why the delivery ended without an attempt saying so (e.g. its endpoint was disabled).
+  last_error text CHECK (length(last_error) <= 1000),
   created_at timestamptz NOT NULL DEFAULT now(),
   completed_at timestamptz,
   PRIMARY KEY (conta_id, id),
   UNIQUE (conta_id, event_id, endpoint_id),
   FOREIGN KEY (conta_id, event_id) REFERENCES outbox (conta_id, id) ON DELETE CASCADE,
   FOREIGN KEY (conta_id, endpoint_id) REFERENCES webhook_endpoints (conta_id, id) ON DELETE CASCADE,
-  CHECK ((status = 'pending') = (completed_at IS NULL))
+  CHECK ((status = 'pending') = (completed_at IS NULL)),
+  CHECK (status = 'pending' OR job_id IS NULL)
 );
-CREATE INDEX deliveries_pending ON deliveries (next_attempt_at) WHERE status = 'pending';
+-- Due and not enqueued: what the worker's scheduler turns into jobs.
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE status = 'pending' AND job_id IS NULL;
+CREATE INDEX deliveries_enqueued ON deliveries (next_attempt_at) WHERE status = 'pending' AND job_id IS NOT NULL;
+CREATE INDEX deliveries_failed ON deliveries (completed_at) WHERE status = 'failed';
 CREATE INDEX deliveries_endpoint ON deliveries (conta_id, endpoint_id, created_at);
 
 CREATE TABLE delivery_attempts (

@@ -9,6 +9,7 @@ import { jobs } from './jobs/index.ts';
 import { startMailer } from './mailer.ts';
 import { Notifier } from './notifier.ts';
 import type { WorkerDeps } from './jobs/types.ts';
+import { startWebhooks } from './webhooks/index.ts';
 
 export { createBoss } from './boss.ts';
 
@@ -34,7 +35,7 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
     );
   }
   const notifier = new Notifier(databaseUrl, log);
-  const loops = [startMailer(deps, notifier)];
+  const loops = [startMailer(deps, notifier), startWebhooks(deps, notifier)];
   await notifier.start();
   log.info({ jobs: jobs.map((j) => j.name) }, 'worker started');
   return {

@@ -1,5 +1,6 @@
 // Every command of the operator CLI, by resource.
 import type { Command } from '../command.ts';
 import { contaCommands } from './contas.ts';
+import { webhookCommands } from './webhooks.ts';
 
-export const commands: readonly Command[] = [...contaCommands];
+export const commands: readonly Command[] = [...contaCommands, ...webhookCommands];

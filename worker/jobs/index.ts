@@ -3,5 +3,6 @@ import { idempotencyPurge } from './idempotency.ts';
 import { requestLogRetention } from './retention.ts';
 import { liftSuspension } from './suspension.ts';
 import type { AnyJob } from './types.ts';
+import { webhookMaintenance } from './webhook-maintenance.ts';
 
-export const jobs: readonly AnyJob[] = [requestLogRetention, liftSuspension, idempotencyPurge];
+export const jobs: readonly AnyJob[] = [requestLogRetention, liftSuspension, idempotencyPurge, webhookMaintenance];

@@ -1,0 +1,150 @@
+// Queries of the delivery pipeline: enqueueing due deliveries, loading what a job needs, the hourly
+// cap, and recording outcomes. A delivery's job_id is a fence: a job is acted on only while the
+// delivery still names it, so a stale or duplicated job can never record a second outcome.
+import { z } from 'zod';
+import type { MotivoDesativacao } from '../domain/webhooks.ts';
+import { NewDelivery } from './outbox.ts';
+import { sql, type Db, type Tx } from './pool.ts';
+
+/** Due deliveries with no job (retries, deliveries held by the hourly cap, replays) get one. */
+export async function claimDueDeliveries(tx: Tx, limit: number): Promise<readonly NewDelivery[]> {
+  return tx.any(sql.type(NewDelivery)`
+    UPDATE deliveries d SET job_id = gen_random_uuid()
+      FROM (SELECT conta_id, id FROM deliveries
+             WHERE status = 'pending' AND job_id IS NULL AND next_attempt_at <= now()
+             ORDER BY next_attempt_at LIMIT ${limit}
+               FOR UPDATE SKIP LOCKED) due
+     WHERE d.conta_id = due.conta_id AND d.id = due.id
+    RETURNING d.conta_id, d.id, d.job_id`);
+}
+
+export const LoadedDelivery = z.object({
+  conta_id: z.string(),
+  id: z.string(),
+  job_id: z.string(),
+  endpoint_id: z.string(),
+  run_attempts: z.number(),
+  event_id: z.string(),
+  tipo: z.string(),
+  dados: z.record(z.string(), z.unknown()),
+  criado_em: z.string(),
+  url: z.string(),
+  ativo: z.boolean(),
+  segredo: z.string(),
+  segredo_anterior: z.string().nullable(),
+  falhando_desde: z.string().nullable(),
+});
+export type LoadedDelivery = z.infer<typeof LoadedDelivery>;
+
+export type JobRef = { contaId: string; deliveryId: string; jobId: string };
+
+/** The pending deliveries these jobs still carry, with their event and endpoint. */
+export async function loadDeliveries(db: Db, jobs: readonly JobRef[]): Promise<readonly LoadedDelivery[]> {
+  if (jobs.length === 0) return [];
+  return db.any(sql.type(LoadedDelivery)`
+    SELECT d.conta_id, d.id, d.job_id, d.endpoint_id, d.run_attempts,
+           o.id AS event_id, o.tipo, o.dados, o.criado_em,
+           e.url, e.ativo, e.segredo,
+           CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END AS segredo_anterior,
+           e.falhando_desde
+      FROM ${sql.unnest(jobs.map((j) => [j.contaId, j.deliveryId, j.jobId]), ['uuid', 'uuid', 'uuid'])} AS j (conta_id, id, job_id)
+      JOIN deliveries d ON d.conta_id = j.conta_id AND d.id = j.id AND d.job_id = j.job_id AND d.status = 'pending'
+      JOIN outbox o ON o.conta_id = d.conta_id AND o.id = d.event_id
+      JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id`);
+}
+
+/** Reserves deliveries of the current hour per account; returns how many each account got. */
+export async function reserveHourlyQuota(db: Db, wanted: ReadonlyMap<string, number>): Promise<Map<string, number>> {
+  if (wanted.size === 0) return new Map();
+  const rows = await db.any(sql.type(z.object({ conta_id: z.string(), concedidas: z.number() }))`
+    SELECT conta_id, concedidas FROM reservar_entregas_webhook(
+      ${sql.array([...wanted.keys()], 'uuid')}, ${sql.array([...wanted.values()], 'int4')})`);
+  return new Map(rows.map((r) => [r.conta_id, r.concedidas]));
+}
+
+/**
+ * What became of a job: an HTTP attempt (with its outcome), a delivery held back by the hourly
+ * cap (no attempt), or a delivery closed without one (its endpoint was disabled).
+ */
+export type DeliveryResult = JobRef & {
+  endpointId: string;
+  kind: 'attempt' | 'deferred' | 'closed';
+  status: 'pending' | 'succeeded' | 'failed';
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  /** The outcome asks for the endpoint to be disabled (a 410). */
+  disable: MotivoDesativacao | null;
+  attempt: {
+    startedAt: Date;
+    durationMs: number;
+    succeeded: boolean;
+    responseStatus: number | null;
+    responseBody: string | null;
+    error: string | null;
+  } | null;
+};
+
+/**
+ * Records outcomes in one statement: the delivery moves on (attempt counted, next attempt, or
+ * done) and each attempt becomes a delivery_attempts row numbered from the delivery's count.
+ * Returns the deliveries recorded; results whose job no longer matches are dropped.
+ */
+export async function recordResults(tx: Tx, results: readonly DeliveryResult[]): Promise<Set<string>> {
+  if (results.length === 0) return new Set();
+  const tuples = results.map((r) => [
+    r.contaId, r.deliveryId, r.jobId, r.kind, r.status, r.nextAttemptAt?.toISOString() ?? null, r.lastError,
+    r.attempt?.startedAt.toISOString() ?? null, r.attempt?.durationMs ?? null, r.attempt?.succeeded ?? null,
+    r.attempt?.responseStatus ?? null, r.attempt?.responseBody ?? null, r.attempt?.error ?? null,
+  ]);
+  const recorded = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+    WITH r AS (
+      SELECT * FROM ${sql.unnest(tuples, ['uuid', 'uuid', 'uuid', 'text', 'text', 'timestamptz', 'text', 'timestamptz', 'int4', 'bool', 'int4', 'text', 'text'])}
+        AS r (conta_id, delivery_id, job_id, kind, status, next_attempt_at, last_error,
+              started_at, duration_ms, succeeded, response_status, response_body, error)
+    ), updated AS (
+      UPDATE deliveries d SET
+        attempts = d.attempts + (r.kind = 'attempt')::int,
+        run_attempts = d.run_attempts + (r.kind = 'attempt')::int,
+        status = r.status,
+        next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at),
+        last_attempt_at = coalesce(r.started_at, d.last_attempt_at),
+        last_error = r.last_error,
+        completed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
+        job_id = NULL
+      FROM r
+      WHERE d.conta_id = r.conta_id AND d.id = r.delivery_id AND d.job_id = r.job_id AND d.status = 'pending'
+      RETURNING d.conta_id, d.id, d.attempts
+    ), attempts AS (
+      INSERT INTO delivery_attempts (conta_id, delivery_id, attempt, started_at, duration_ms, succeeded,
+                                     response_status, response_body, error)
+      SELECT u.conta_id, u.id, u.attempts, r.started_at, r.duration_ms, r.succeeded,
+             r.response_status, r.response_body, r.error
+        FROM updated u JOIN r ON r.conta_id = u.conta_id AND r.delivery_id = u.id
+       WHERE r.kind = 'attempt'
+    )
+    SELECT id FROM updated`);
+  return new Set(recorded);
+}
+
+type EndpointRef = { contaId: string; endpointId: string };
+const endpointRefs = (refs: readonly EndpointRef[]) =>
+  sql.unnest(refs.map((r) => [r.contaId, r.endpointId]), ['uuid', 'uuid']);
+
+/** A success ends an endpoint's run of failures. */
+export async function markEndpointsHealthy(tx: Tx, refs: readonly EndpointRef[]): Promise<void> {
+  if (refs.length === 0) return;
+  await tx.query(sql.typeAlias('void')`
+    UPDATE webhook_endpoints e SET falhando_desde = NULL
+      FROM ${endpointRefs(refs)} AS r (conta_id, id)
+     WHERE e.conta_id = r.conta_id AND e.id = r.id AND e.falhando_desde IS NOT NULL`);
+}
+
+/** A failure starts a run of failures unless one is running. */
+export async function markEndpointsFailing(tx: Tx, refs: readonly (EndpointRef & { since: Date })[]): Promise<void> {
+  if (refs.length === 0) return;
+  await tx.query(sql.typeAlias('void')`
+    UPDATE webhook_endpoints e SET falhando_desde = r.since
+      FROM ${sql.unnest(refs.map((r) => [r.contaId, r.endpointId, r.since.toISOString()]), ['uuid', 'uuid', 'timestamptz'])}
+           AS r (conta_id, id, since)
+     WHERE e.conta_id = r.conta_id AND e.id = r.id AND e.falhando_desde IS NULL`);
+}

@@ -1,0 +1,91 @@
+// What operators ask about deliveries: listings with the last attempt, the attempts of one
+// delivery, failures since a time, and replays. Replayed deliveries become due at once; the
+// worker's scheduler, woken by a notification, gives them jobs.
+import { z } from 'zod';
+import { sql, type Db } from './pool.ts';
+
+export const EntregaResumo = z.object({
+  id: z.string(),
+  conta_id: z.string(),
+  event_id: z.string(),
+  tipo: z.string(),
+  endpoint_id: z.string(),
+  url: z.string(),
+  status: z.string(),
+  attempts: z.number(),
+  next_attempt_at: z.string(),
+  created_at: z.string(),
+  completed_at: z.string().nullable(),
+  last_response_status: z.number().nullable(),
+  last_error: z.string().nullable(),
+});
+export type EntregaResumo = z.infer<typeof EntregaResumo>;
+
+const resumo = sql.fragment`
+  SELECT d.id, d.conta_id, d.event_id, o.tipo, d.endpoint_id, e.url, d.status, d.attempts, d.next_attempt_at,
+         d.created_at, d.completed_at, a.response_status AS last_response_status,
+         coalesce(a.error, d.last_error) AS last_error
+    FROM deliveries d
+    JOIN outbox o ON o.conta_id = d.conta_id AND o.id = d.event_id
+    JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
+    LEFT JOIN LATERAL (
+      SELECT response_status, error FROM delivery_attempts
+       WHERE conta_id = d.conta_id AND delivery_id = d.id ORDER BY attempt DESC LIMIT 1) a ON true`;
+
+export async function listarEntregas(
+  db: Db,
+  filtro: { contaId: string; endpointId?: string; eventId?: string; status?: string; limite: number },
+): Promise<readonly EntregaResumo[]> {
+  return db.any(sql.type(EntregaResumo)`
+    ${resumo}
+     WHERE d.conta_id = ${filtro.contaId}
+       AND (${filtro.endpointId ?? null}::uuid IS NULL OR d.endpoint_id = ${filtro.endpointId ?? null}::uuid)
+       AND (${filtro.eventId ?? null}::uuid IS NULL OR d.event_id = ${filtro.eventId ?? null}::uuid)
+       AND (${filtro.status ?? null}::text IS NULL OR d.status = ${filtro.status ?? null}::text)
+     ORDER BY d.created_at DESC, d.id
+     LIMIT ${filtro.limite}`);
+}
+
+/** Failed deliveries since a time, of one account or all, newest first. */
+export async function listarFalhas(
+  db: Db,
+  filtro: { desde: Date; contaId?: string; limite: number },
+): Promise<readonly EntregaResumo[]> {
+  return db.any(sql.type(EntregaResumo)`
+    ${resumo}
+     WHERE d.status = 'failed' AND d.completed_at >= ${sql.timestamp(filtro.desde)}
+       AND (${filtro.contaId ?? null}::uuid IS NULL OR d.conta_id = ${filtro.contaId ?? null}::uuid)
+     ORDER BY d.completed_at DESC, d.id
+     LIMIT ${filtro.limite}`);
+}
+
+export const Tentativa = z.object({
+  attempt: z.number(),
+  started_at: z.string(),
+  duration_ms: z.number(),
+  succeeded: z.boolean(),
+  response_status: z.number().nullable(),
+  response_body: z.string().nullable(),
+  error: z.string().nullable(),
+});
+
+export async function listarTentativas(db: Db, contaId: string, deliveryId: string): Promise<readonly z.infer<typeof Tentativa>[]> {
+  return db.any(sql.type(Tentativa)`
+    SELECT attempt, started_at, duration_ms, succeeded, response_status, response_body, error
+      FROM delivery_attempts WHERE conta_id = ${contaId} AND delivery_id = ${deliveryId} ORDER BY attempt`);
+}
+
+/** Every failed delivery since a time (of one account or all) is due again, with a fresh schedule. */
+export async function reenviarFalhas(db: Db, filtro: { desde: Date; contaId?: string }): Promise<number> {
+  const result = await db.query(sql.typeAlias('void')`
+    UPDATE deliveries
+       SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
+     WHERE status = 'failed' AND completed_at >= ${sql.timestamp(filtro.desde)}
+       AND (${filtro.contaId ?? null}::uuid IS NULL OR conta_id = ${filtro.contaId ?? null}::uuid)`);
+  return result.rowCount;
+}
+
+/** Wakes the workers' schedulers (delivered at commit). */
+export async function notifyDeliveriesDue(db: Db): Promise<void> {
+  await db.query(sql.typeAlias('void')`SELECT FROM pg_notify('webhook_delivery_due', '')`);
+}

@@ -1,0 +1,143 @@
+// Runs delivery jobs. Jobs are fetched from pg-boss in batches sized to the free capacity and each
+// one is released as soon as its own outcome is recorded, so a slow receiver holds only its own
+// slots, never a whole batch. p-limit bounds requests in flight per process and per endpoint; the
+// hourly cap is reserved per account for each fetched batch.
+import pLimit, { type LimitFunction } from 'p-limit';
+import type { Job } from 'pg-boss';
+import { loadDeliveries, reserveHourlyQuota, type DeliveryResult, type LoadedDelivery } from '../../shared/db/deliveries.ts';
+import { clock } from '../../shared/clock.ts';
+import { nextHour } from '../../shared/domain/webhooks.ts';
+import type { WorkerDeps } from '../jobs/types.ts';
+import type { Notifier } from '../notifier.ts';
+import { attemptDelivery } from './attempt.ts';
+import type { WebhookHttp } from './http.ts';
+import { CHANNEL_JOBS, DELIVERY_QUEUE, ensureDeliveryQueue, type DeliveryJob } from './queue.ts';
+import type { Recorder } from './recorder.ts';
+import { Signal } from './signal.ts';
+
+const POLL_MS = 1_000;
+
+export type Dispatcher = { wake(): void; stop(): Promise<void> };
+
+export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: WebhookHttp, recorder: Recorder): Dispatcher {
+  const { pool, boss, config, log } = deps;
+  // Jobs held at once: twice the requests in flight, so the next ones are ready when one ends.
+  const capacity = 2 * config.WEBHOOK_CONCURRENCY;
+  const minFetch = Math.max(1, Math.floor(capacity / 8));
+  const inFlight = pLimit(config.WEBHOOK_CONCURRENCY);
+  const perEndpoint = new Map<string, LimitFunction>();
+  const jobsAvailable = new Signal();
+  const slotFreed = new Signal();
+  const batches = new Set<Promise<void>>();
+  let held = 0;
+  let stopped = false;
+
+  const release = (count: number) => {
+    held -= count;
+    slotFreed.notify();
+  };
+
+  function endpointLimit(endpointId: string): LimitFunction {
+    let limit = perEndpoint.get(endpointId);
+    if (!limit) {
+      limit = pLimit(config.WEBHOOK_CONCURRENCY_PER_ENDPOINT);
+      perEndpoint.set(endpointId, limit);
+    }
+    return limit;
+  }
+
+  const finish = (job: Job<DeliveryJob>, result: DeliveryResult | null, row: LoadedDelivery | null) =>
+    recorder.record({ job, result, failingSince: row?.falhando_desde ?? null }).finally(() => release(1));
+
+  function without(row: LoadedDelivery, kind: 'deferred' | 'closed'): DeliveryResult {
+    const base = { contaId: row.conta_id, deliveryId: row.id, jobId: row.job_id, endpointId: row.endpoint_id, attempt: null, disable: null };
+    return kind === 'deferred'
+      ? { ...base, kind, status: 'pending', nextAttemptAt: nextHour(clock.now()), lastError: null }
+      : { ...base, kind, status: 'failed', nextAttemptAt: null, lastError: 'endpoint desativado' };
+  }
+
+  async function handle(jobs: Job<DeliveryJob>[]): Promise<void> {
+    let rows: readonly LoadedDelivery[];
+    let granted: Map<string, number>;
+    try {
+      rows = await loadDeliveries(pool, jobs.map((j) => ({ contaId: j.data.c, deliveryId: j.data.d, jobId: j.id })));
+      const wanted = new Map<string, number>();
+      for (const r of rows) if (r.ativo) wanted.set(r.conta_id, (wanted.get(r.conta_id) ?? 0) + 1);
+      granted = await reserveHourlyQuota(pool, wanted);
+    } catch (error) {
+      // Failed jobs are retried by pg-boss after its retry delay.
+      log.error({ err: error, jobs: jobs.length }, 'loading webhook deliveries failed');
+      await boss.fail(DELIVERY_QUEUE, jobs.map((j) => ({ id: j.id, retryCount: j.retryCount }))).catch(() => undefined);
+      release(jobs.length);
+      return;
+    }
+    const byJob = new Map(rows.map((r) => [r.job_id, r]));
+    const pending: Promise<void>[] = [];
+    for (const job of jobs) {
+      const row = byJob.get(job.id);
+      // A job its delivery no longer names (stale or duplicated) is only completed.
+      if (!row) pending.push(finish(job, null, null));
+      else if (!row.ativo) pending.push(finish(job, without(row, 'closed'), row));
+      else if ((granted.get(row.conta_id) ?? 0) <= 0) pending.push(finish(job, without(row, 'deferred'), row));
+      else {
+        granted.set(row.conta_id, (granted.get(row.conta_id) ?? 0) - 1);
+        const limit = endpointLimit(row.endpoint_id);
+        pending.push(
+          limit(() => inFlight(() => attemptDelivery(row, http, config.baseUrl))).then(
+            (result) => {
+              if (limit.activeCount === 0 && limit.pendingCount === 0) perEndpoint.delete(row.endpoint_id);
+              return finish(job, result, row);
+            },
+            (error: unknown) => {
+              // Not completed: the job expires and runs again.
+              log.error({ err: error, delivery: row.id }, 'webhook attempt crashed');
+              release(1);
+            },
+          ),
+        );
+      }
+    }
+    await Promise.all(pending);
+  }
+
+  const loop = (async () => {
+    while (!stopped) {
+      const free = capacity - held;
+      if (free < minFetch) {
+        await slotFreed.wait(POLL_MS);
+        continue;
+      }
+      let jobs: Job<DeliveryJob>[] = [];
+      try {
+        await ensureDeliveryQueue(boss, config);
+        jobsAvailable.reset();
+        jobs = await boss.fetch<DeliveryJob>(DELIVERY_QUEUE, { batchSize: free });
+      } catch (error) {
+        log.error({ err: error }, 'fetching webhook jobs failed');
+        await jobsAvailable.wait(POLL_MS);
+        continue;
+      }
+      if (jobs.length > 0) {
+        held += jobs.length;
+        const batch = handle(jobs).finally(() => batches.delete(batch));
+        batches.add(batch);
+      }
+      // A short batch drained the queue: wait for new jobs (or the next poll).
+      if (jobs.length < free && !stopped) await jobsAvailable.wait(POLL_MS);
+    }
+  })();
+
+  notifier.on(CHANNEL_JOBS, () => jobsAvailable.notify());
+
+  return {
+    wake: () => jobsAvailable.notify(),
+    async stop() {
+      stopped = true;
+      jobsAvailable.notify();
+      slotFreed.notify();
+      await loop;
+      await Promise.all([...batches]);
+      await recorder.drain();
+    },
+  };
+}

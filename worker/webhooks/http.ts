@@ -1,0 +1,110 @@
+// Outbound HTTP of deliveries: axios over keep-alive agents, no redirects followed, no proxy from
+// the environment, a hard deadline per request, at most 4 KB of the response read. Unless the
+// operator allows private networks, the agents' lookup refuses names that resolve to non-public
+// addresses and IP literals are checked before connecting (shared/ssrf.ts).
+import http from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
+import axios, { type AxiosInstance } from 'axios';
+import { clock } from '../../shared/clock.ts';
+import { RESPONSE_BODY_LIMIT } from '../../shared/domain/webhooks.ts';
+import { AddressRefusedError, checkUrlHost, guardedLookup } from '../../shared/ssrf.ts';
+
+export type HttpOutcome = {
+  startedAt: Date;
+  durationMs: number;
+  status: number | null;
+  body: string | null;
+  error: string | null;
+  retryAfter: string | null;
+};
+
+export type WebhookHttp = {
+  post(url: string, body: string, headers: Record<string, string>): Promise<HttpOutcome>;
+  close(): void;
+};
+
+export function createWebhookHttp(options: { timeoutMs: number; allowPrivateNetworks: boolean }): WebhookHttp {
+  const agentOptions = { keepAlive: true, ...(options.allowPrivateNetworks ? {} : { lookup: guardedLookup }) };
+  const httpAgent = new http.Agent(agentOptions);
+  const httpsAgent = new https.Agent(agentOptions);
+  const client: AxiosInstance = axios.create({
+    timeout: options.timeoutMs,
+    maxRedirects: 0,
+    proxy: false,
+    httpAgent,
+    httpsAgent,
+    responseType: 'stream',
+    validateStatus: () => true,
+    // The body is already the exact JSON that was signed; nothing may re-serialise it.
+    transformRequest: [(data: unknown) => data],
+  });
+
+  return {
+    async post(url, body, headers) {
+      const startedAt = clock.now();
+      const started = performance.now();
+      const done = (fields: Omit<HttpOutcome, 'startedAt' | 'durationMs'>): HttpOutcome => ({
+        startedAt,
+        durationMs: Math.round(performance.now() - started),
+        ...fields,
+      });
+      // axios's timeout is per socket inactivity; the signal bounds the whole exchange.
+      const signal = AbortSignal.timeout(options.timeoutMs);
+      try {
+        if (!options.allowPrivateNetworks) checkUrlHost(url);
+        const response = await client.post<Readable>(url, body, {
+          signal,
+          headers: { 'content-type': 'application/json', 'user-agent': 'printfarm-webhooks/1', ...headers },
+        });
+        const retryAfter = response.headers['retry-after'];
+        return done({
+          status: response.status,
+          body: await readLimited(response.data),
+          error: null,
+          retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
+        });
+      } catch (error) {
+        return done({ status: null, body: null, error: describe(error, options.timeoutMs), retryAfter: null });
+      }
+    },
+    close() {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}
+
+/** Up to RESPONSE_BODY_LIMIT bytes of the body as text; the rest is not read. */
+async function readLimited(stream: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream) {
+      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+      chunks.push(buffer);
+      size += buffer.length;
+      if (size >= RESPONSE_BODY_LIMIT) break;
+    }
+  } catch {
+    // A body cut short (deadline, reset) keeps what arrived; the status already decided.
+  } finally {
+    stream.destroy();
+  }
+  let text = Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8').replaceAll('\u0000', '');
+  // A multi-byte character cut at the limit decodes to U+FFFD, which may take more bytes.
+  while (Buffer.byteLength(text) > RESPONSE_BODY_LIMIT) text = text.slice(0, -1);
+  return text;
+}
+
+function describe(error: unknown, timeoutMs: number): string {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (e instanceof AddressRefusedError) return `refused: ${e.message}`;
+  }
+  const code = error instanceof Error && 'code' in error ? String(error.code) : '';
+  if (code === 'ECONNABORTED' || code === 'ETIMEDOUT' || code === 'ERR_CANCELED' || (error instanceof Error && error.name === 'TimeoutError')) {
+    return `no answer within ${timeoutMs} ms`;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return (code && !message.includes(code) ? `${code}: ${message}` : message).slice(0, 1000);
+}

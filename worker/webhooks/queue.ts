@@ -1,0 +1,61 @@
+// The pg-boss queue that carries delivery attempts. One job per attempt that is due now, inserted
+// in batches in the same transaction as the deliveries it stands for; the schedule itself
+// (retries, the hourly cap) lives in deliveries.next_attempt_at, where operators can see and move it.
+import type { PgBoss } from 'pg-boss';
+import type { Config } from '../../shared/config.ts';
+import { bossDb } from '../../shared/db/boss-adapter.ts';
+import type { NewDelivery } from '../../shared/db/outbox.ts';
+import { sql, type Tx } from '../../shared/db/pool.ts';
+
+export const DELIVERY_QUEUE = 'webhook-delivery';
+/** Channels the webhook loops wake on (besides polling). */
+export const CHANNEL_OUTBOX = 'outbox';
+export const CHANNEL_DUE = 'webhook_delivery_due';
+export const CHANNEL_JOBS = 'webhook_jobs';
+
+export type DeliveryJob = { c: string; d: string };
+
+/**
+ * A job is active from fetch until its outcome is recorded. It may wait behind its endpoint's
+ * concurrency limit, so expiry allows for a worker full of one slow endpoint's deliveries; only a
+ * dead worker's jobs should ever expire (and then run again, with the same webhook-id).
+ */
+export function deliveryQueueOptions(config: Config) {
+  const held = 2 * config.WEBHOOK_CONCURRENCY;
+  const rounds = Math.ceil(held / config.WEBHOOK_CONCURRENCY_PER_ENDPOINT);
+  return {
+    expireInSeconds: Math.min(3_600, rounds * Math.ceil(config.WEBHOOK_TIMEOUT_MS / 1000) + 60),
+    // A job fails only when its worker dies; retried at once by whoever fetches next.
+    retryLimit: 100,
+    retryDelay: 1,
+    // Completed jobs are kept an hour: deliveries and delivery_attempts are the lasting record.
+    deleteAfterSeconds: 3_600,
+  };
+}
+
+const ready = new WeakMap<PgBoss, Promise<void>>();
+
+export function ensureDeliveryQueue(boss: PgBoss, config: Config): Promise<void> {
+  let done = ready.get(boss);
+  if (!done) {
+    done = (async () => {
+      const options = deliveryQueueOptions(config);
+      await boss.createQueue(DELIVERY_QUEUE, options);
+      await boss.updateQueue(DELIVERY_QUEUE, options);
+    })();
+    done.catch(() => ready.delete(boss));
+    ready.set(boss, done);
+  }
+  return done;
+}
+
+/** Inserts the jobs of these deliveries in the caller's transaction and wakes the dispatchers. */
+export async function enqueueJobs(tx: Tx, boss: PgBoss, deliveries: readonly NewDelivery[]): Promise<void> {
+  if (deliveries.length === 0) return;
+  await boss.insert(
+    DELIVERY_QUEUE,
+    deliveries.map((d) => ({ id: d.job_id, data: { c: d.conta_id, d: d.id } satisfies DeliveryJob })),
+    { db: bossDb(tx) },
+  );
+  await tx.query(sql.typeAlias('void')`SELECT FROM pg_notify(${CHANNEL_JOBS}, '')`);
+}
