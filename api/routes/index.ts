@@ -1,6 +1,19 @@
 // The route table: every endpoint of the API, in the order the OpenAPI document lists them.
 import { listCanais } from './canais.ts';
+import { listEstoque, listEstoqueInsumos } from './estoque.ts';
+import { postMovimento } from './estoque-movimentos.ts';
+import { listMateriais } from './materiais.ts';
+import { getProduto, listProdutos } from './produtos.ts';
 import { rotasDoSistema } from './sistema.ts';
 import type { AnyRoute } from './types.ts';
 
-export const routes: readonly AnyRoute[] = [...rotasDoSistema, listCanais];
+export const routes: readonly AnyRoute[] = [
+  ...rotasDoSistema,
+  listCanais,
+  listProdutos,
+  getProduto,
+  listMateriais,
+  listEstoque,
+  postMovimento,
+  listEstoqueInsumos,
+];

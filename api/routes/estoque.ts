@@ -1,0 +1,91 @@
+// GET /estoque (finished-part balances) and GET /estoque-insumos (supply balances). Both lists
+// follow GET /canais: listQuery plus filters, listCost, keyset pages.
+import { z } from 'zod';
+import { listarSaldos, TIPOS_LOCAL, type SaldoRow } from '../../shared/db/estoque.ts';
+import { listarInsumos, TIPOS_INSUMO, UNIDADES, type InsumoRow } from '../../shared/db/insumos.ts';
+import { envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { defineRoute } from './types.ts';
+
+const dataHora = z.iso.datetime({ offset: true });
+
+export const Saldo = z.object({
+  id: z.uuid(),
+  variacao_id: z.uuid(),
+  produto_id: z.uuid(),
+  parte_id: z.uuid().nullable().describe('null: the balance of the whole variation.'),
+  local_id: z.uuid(),
+  local_tipo: z.enum(TIPOS_LOCAL).describe('proprio (moved by POST /estoque/movimentos) or consignado (read only).'),
+  saldo: z.number().int().min(0),
+  criado_em: dataHora,
+  atualizado_em: dataHora,
+}).strict();
+
+export const SaldoInsumo = z.object({
+  id: z.uuid().describe('The supply id (insumo.id).'),
+  insumo: z.object({
+    tipo: z.enum(TIPOS_INSUMO),
+    id: z.uuid().describe('For material_cor, the color id of GET /insumos/materiais.'),
+  }).strict(),
+  nome: z.string(),
+  unidade: z.enum(UNIDADES),
+  saldo: z.number().int().min(0),
+  minimo: z.number().int().min(0),
+  abaixo_do_minimo: z.boolean().describe('saldo < minimo.'),
+  criado_em: dataHora,
+  atualizado_em: dataHora,
+}).strict();
+
+const presentSaldo = ({ cursor_ts: _c, ...saldo }: SaldoRow) => saldo;
+const presentInsumo = ({ cursor_ts: _c, tipo, ...insumo }: InsumoRow & { cursor_ts: string }) => ({
+  id: insumo.id,
+  insumo: { tipo, id: insumo.id },
+  nome: insumo.nome,
+  unidade: insumo.unidade,
+  saldo: insumo.saldo,
+  minimo: insumo.minimo,
+  abaixo_do_minimo: insumo.abaixo_do_minimo,
+  criado_em: insumo.criado_em,
+  atualizado_em: insumo.atualizado_em,
+});
+
+export const listEstoque = defineRoute({
+  operationId: 'listEstoque',
+  method: 'GET',
+  path: '/estoque',
+  tag: 'Estoque',
+  summary: 'List finished-part balances',
+  scope: 'estoque:ler',
+  permission: 'estoque_produtos.ver',
+  cost: listCost,
+  query: listQuery.extend({
+    variacao_id: z.uuid().optional(),
+    produto_id: z.uuid().optional(),
+    local_id: z.uuid().optional(),
+  }).strict(),
+  responses: { 200: { description: 'A page of balances, oldest first.', schema: envelope(Saldo) } },
+  handler: async ({ caller, query, db }) => ({
+    status: 200,
+    body: toPage(await listarSaldos(db, caller.contaId, query), query.limite, presentSaldo),
+  }),
+});
+
+export const listEstoqueInsumos = defineRoute({
+  operationId: 'listEstoqueInsumos',
+  method: 'GET',
+  path: '/estoque-insumos',
+  tag: 'Estoque',
+  summary: 'List supply balances',
+  scope: 'estoque:ler',
+  permission: 'estoque_insumos.ver',
+  cost: listCost,
+  query: listQuery.extend({
+    abaixo_do_minimo: z.enum(['true', 'false']).transform((v) => v === 'true').optional()
+      .describe('true: only supplies below their minimum; false: only those at or above it.'),
+    tipo: z.enum(TIPOS_INSUMO).optional(),
+  }).strict(),
+  responses: { 200: { description: 'A page of supply balances, oldest first.', schema: envelope(SaldoInsumo) } },
+  handler: async ({ caller, query, db }) => ({
+    status: 200,
+    body: toPage(await listarInsumos(db, caller.contaId, query), query.limite, presentInsumo),
+  }),
+});
