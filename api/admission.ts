@@ -18,7 +18,7 @@ const AdmissionRow = z.object({
   usuario_id: z.string().nullable(),
   plano_id: z.string().nullable(),
   permissoes: z.array(z.string()).nullable(),
-  slot_id: z.string().nullable(),
+  slot_held: z.boolean().nullable(),
   retry_after: int,
   suspended_until: z.string().nullable(),
   window_start: z.string().nullable(),
@@ -31,7 +31,7 @@ type AdmissionRow = z.infer<typeof AdmissionRow>;
 
 export type AdmissionDeps = { pool: Pool; breaker: CircuitBreaker; limits: LimitsBookkeeper };
 
-export type Admitted = { ok: true; caller: Caller; charge: Charge; slotId: string; headers: Record<string, string> };
+export type Admitted = { ok: true; caller: Caller; charge: Charge; headers: Record<string, string> };
 export type Refused = {
   ok: false;
   error: ApiError;
@@ -70,7 +70,6 @@ export async function admit(deps: AdmissionDeps, authorization: string | undefin
     ok: true,
     caller,
     headers,
-    slotId: row.slot_id ?? '',
     charge: {
       chaveId: caller.chaveId,
       contaId: caller.contaId,

@@ -85,12 +85,13 @@ export class LimitsBookkeeper {
     this.#heartbeat.unref();
   }
 
-  release(slotId: string): void {
-    this.#releases.push(slotId);
+  /** A request of this key finished on this process: its slot is given back. */
+  release(chaveId: string): void {
+    this.#releases.push(chaveId);
     this.#schedule();
   }
 
-  /** Slots to release in the next admission round trip. */
+  /** Slots to release in the next admission round trip (one key id per finished request). */
   takeReleases(): string[] {
     return this.#releases.splice(0);
   }
@@ -136,7 +137,10 @@ export class LimitsBookkeeper {
     const settlements = this.#settlements.splice(0);
     try {
       if (releases.length) {
-        await this.#pool.query(sql.typeAlias('void')`DELETE FROM request_slots WHERE id = ANY (${sql.array(releases, 'uuid')})`);
+        await this.#pool.query(sql.typeAlias('void')`
+          UPDATE request_slots s SET in_flight = greatest(0, s.in_flight - r.n)
+            FROM (SELECT chave_id, count(*)::int AS n FROM unnest(${sql.array(releases, 'uuid')}::uuid[]) AS x(chave_id) GROUP BY chave_id) r
+           WHERE s.holder = ${this.holder} AND s.chave_id = r.chave_id`);
       }
       if (settlements.length) await this.#writeSettlements(settlements);
     } catch (error) {
@@ -162,6 +166,8 @@ export class LimitsBookkeeper {
     try {
       await this.#pool.query(sql.typeAlias('void')`
         UPDATE request_slots SET expires_at = now() + interval '30 seconds' WHERE holder = ${this.holder}`);
+      // Rows of processes long gone (their counts stopped mattering 30 s after they died).
+      await this.#pool.query(sql.typeAlias('void')`DELETE FROM request_slots WHERE expires_at < now() - interval '1 hour'`);
     } catch (error) {
       this.#log.warn({ err: error }, 'renewing request slots failed');
     }

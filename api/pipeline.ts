@@ -38,7 +38,7 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
     }
     throw admission.error;
   }
-  state.slotId = admission.slotId;
+  state.slotKey = admission.caller.chaveId;
   state.cost = admission.charge.units;
   state.charge = admission.charge;
 

@@ -16,8 +16,8 @@ export type RequestState = {
   cost: number;
   /** Headers every response of this request carries: X-Request-Id, then the rate-limit state. */
   headers: Record<string, string>;
-  /** The concurrency slot admission took, released when the response closes. */
-  slotId: string | null;
+  /** The key whose concurrency slot admission took, released when the response closes. */
+  slotKey: string | null;
   /** What admission charged, and how the request turned out to cost less (settled later). */
   charge: Charge | null;
   billing: Billing | null;
@@ -36,7 +36,7 @@ export function startRequest(req: IncomingMessage, createdAt: Date): RequestStat
     codigo: null,
     cost: 0,
     headers: { 'X-Request-Id': requestId },
-    slotId: null,
+    slotKey: null,
     charge: null,
     billing: null,
   };

@@ -1,9 +1,16 @@
-// Shared pieces of the benchmarks: the machine they ran on, and writing a section of
-// BENCHMARKS.md between markers so each benchmark replaces only its own figures.
+// Shared pieces of the benchmarks: a database to run on, servers in their own processes (the load
+// generator must not share their event loop), autocannon runs, the machine they ran on, and
+// writing a section of BENCHMARKS.md between markers so each benchmark replaces only its own.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
 import { projectRoot } from '../shared/config.ts';
+import { startEmbeddedPostgres, freePort, type EmbeddedPostgres } from '../shared/db/embedded.ts';
+import { migrate } from '../shared/db/migrate.ts';
+import { createBoss } from '../worker/boss.ts';
 
 const FILE = path.join(projectRoot, 'BENCHMARKS.md');
 
@@ -25,3 +32,77 @@ export async function writeSection(name: string, markdown: string): Promise<void
 
 export const percentile = (sorted: number[], p: number) =>
   sorted.length ? (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0) : 0;
+
+
+export type BenchDatabase = { url: string; stop(): Promise<void> };
+
+/**
+ * DATABASE_URL when set, else a fresh database on an embedded PostgreSQL in .data/bench-<name>
+ * (default settings: real fsync).
+ */
+export async function benchDatabase(name: string): Promise<BenchDatabase> {
+  let embedded: EmbeddedPostgres | null = null;
+  let url = process.env.DATABASE_URL;
+  if (!url) {
+    embedded = await startEmbeddedPostgres({ dataDir: path.join(projectRoot, '.data', `bench-${name}`), database: 'postgres' });
+    const admin = new pg.Client({ connectionString: embedded.adminUrl });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS bench_${name} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE bench_${name}`);
+    await admin.end();
+    url = embedded.url.replace(/\/postgres$/, `/bench_${name}`);
+  }
+  await migrate(url);
+  const boss = createBoss(url, { max: 2, supervise: false });
+  boss.on('error', () => undefined);
+  await boss.start();
+  await boss.stop({ graceful: false });
+  return { url, stop: async () => embedded?.stop() };
+}
+
+/** A Node process serving HTTP (started with node <script>), ready once `probe` answers. */
+export async function spawnServer(script: string, env: Record<string, string>, probe: string): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [script], {
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (await fetch(`${url}${probe}`).then(() => true, () => false)) {
+      return { url, child, stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))) };
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${script} did not start`);
+}
+
+export type LoadResult = { rps: number; p50: number; p99: number; requests: number; non2xx: number; errors: number };
+
+/** autocannon over `seconds`, after a warm-up; latencies in ms. */
+export async function load(options: {
+  url: string;
+  connections: number;
+  seconds: number;
+  method?: string;
+  setupRequest?: (req: Record<string, any>) => Record<string, any>;
+}): Promise<LoadResult> {
+  const base = {
+    url: options.url,
+    connections: options.connections,
+    method: options.method ?? 'GET',
+    ...(options.setupRequest ? { requests: [{ setupRequest: options.setupRequest }] } : {}),
+  } as autocannon.Options;
+  await autocannon({ ...base, duration: 2 });
+  const r = await autocannon({ ...base, duration: options.seconds });
+  return {
+    rps: Math.round(r.requests.average),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    requests: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+  };
+}

@@ -29,18 +29,19 @@ CREATE UNLOGGED TABLE minute_windows (
   PRIMARY KEY (conta_id, classe)
 );
 
--- Simultaneous requests: one row per request being served. A process renews its rows every few
--- seconds; the rows of a process that died expire by themselves within 30 s.
+-- Simultaneous requests: per serving process and key, how many of the key's requests it is
+-- serving now. Counters updated in place (no row per request, so no dead rows to wade through);
+-- a process renews its rows every few seconds, and the rows of a process that died stop counting
+-- by themselves within 30 s.
 CREATE UNLOGGED TABLE request_slots (
-  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-  conta_id uuid NOT NULL,
-  chave_id uuid NOT NULL,
   holder text NOT NULL,
-  expires_at timestamptz NOT NULL
+  chave_id uuid NOT NULL,
+  conta_id uuid NOT NULL,
+  in_flight int NOT NULL CHECK (in_flight >= 0),
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (holder, chave_id)
 );
-CREATE INDEX request_slots_chave ON request_slots (chave_id, expires_at);
-CREATE INDEX request_slots_conta ON request_slots (conta_id, expires_at);
-CREATE INDEX request_slots_holder ON request_slots (holder);
+CREATE INDEX request_slots_conta ON request_slots (conta_id);
 
 CREATE TYPE admission AS (
   outcome text,          -- ok | nao_autenticado | escopo_insuficiente | limite_excedido | indisponivel
@@ -50,7 +51,7 @@ CREATE TYPE admission AS (
   usuario_id uuid,
   plano_id text,
   permissoes text[],
-  slot_id uuid,          -- the concurrency slot to release when the response is done
+  slot_held boolean,     -- a concurrency slot was taken: release it when the response is done
   retry_after int,       -- seconds, for 429 and 503
   suspended_until timestamptz,  -- set when this refusal suspended the key
   window_start timestamptz,     -- the minute window and month charged (for settlement)
@@ -67,7 +68,8 @@ CREATE FUNCTION api_admit(
   p_custo int,
   p_classe text,      -- leitura | escrita (the per-minute counter the cost is charged to)
   p_holder text,      -- the process serving the request
-  p_release uuid[]    -- slots of finished requests, released here to save a round trip
+  p_release uuid[]    -- keys whose requests on this process finished (one entry per request),
+                      -- released here to save a round trip
 ) RETURNS admission
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -84,10 +86,12 @@ DECLARE
   v_month_used int;
   v_key_slots int;
   v_account_slots int;
+  v_released uuid;
 BEGIN
-  IF cardinality(p_release) > 0 THEN
-    DELETE FROM request_slots WHERE id = ANY (p_release);
-  END IF;
+  -- Usually one or two entries: a plain UPDATE each is cheaper than a set-based one.
+  FOREACH v_released IN ARRAY coalesce(p_release, '{}') LOOP
+    UPDATE request_slots SET in_flight = greatest(0, in_flight - 1) WHERE holder = p_holder AND chave_id = v_released;
+  END LOOP;
 
   SELECT ch.conta_id, ch.id, ch.usuario_id, ch.escopos, ch.expira_em, ch.revogada_em, ch.suspensa_ate,
          ch.recusas_consecutivas, ch.ultimo_uso_em, ch.nome, ch.prefixo,
@@ -153,20 +157,16 @@ BEGIN
   v_custo := least(p_custo, k.rajada);
   v_minute_q := CASE WHEN p_classe = 'escrita' THEN k.escritas_por_minuto ELSE k.leituras_por_minuto END;
 
-  SELECT least(k.rajada::double precision,
-               b.tokens + extract(epoch FROM v_now - b.refreshed_at) * k.rajada_recarga_por_segundo)
-    INTO v_tokens FROM rate_buckets b WHERE b.chave_id = k.id;
-  v_tokens := coalesce(v_tokens, k.rajada);
-
-  SELECT CASE WHEN w.window_start = v_window THEN w.used ELSE 0 END
-    INTO v_minute_used FROM minute_windows w WHERE w.conta_id = k.conta_id AND w.classe = p_classe;
-  v_minute_used := coalesce(v_minute_used, 0);
-
-  SELECT u.chamadas INTO v_month_used FROM uso_mensal u WHERE u.conta_id = k.conta_id AND u.mes = v_mes;
-  v_month_used := coalesce(v_month_used, 0);
-
-  SELECT count(*) FILTER (WHERE s.chave_id = k.id), count(*)
-    INTO v_key_slots, v_account_slots
+  -- Every counter in one statement (each statement of a function costs as much as a small query).
+  SELECT coalesce((SELECT least(k.rajada::double precision,
+                                b.tokens + extract(epoch FROM v_now - b.refreshed_at) * k.rajada_recarga_por_segundo)
+                     FROM rate_buckets b WHERE b.chave_id = k.id), k.rajada),
+         coalesce((SELECT w.used FROM minute_windows w
+                    WHERE w.conta_id = k.conta_id AND w.classe = p_classe AND w.window_start = v_window), 0),
+         coalesce((SELECT u.chamadas FROM uso_mensal u WHERE u.conta_id = k.conta_id AND u.mes = v_mes), 0),
+         coalesce(sum(s.in_flight) FILTER (WHERE s.chave_id = k.id), 0),
+         coalesce(sum(s.in_flight), 0)
+    INTO v_tokens, v_minute_used, v_month_used, v_key_slots, v_account_slots
     FROM request_slots s WHERE s.conta_id = k.conta_id AND s.expires_at > v_now;
 
   r.outcome := 'limite_excedido';
@@ -190,14 +190,24 @@ BEGIN
     v_tokens := v_tokens - v_custo;
     v_minute_used := v_minute_used + v_custo;
     v_month_used := v_month_used + v_custo;
-    INSERT INTO rate_buckets (conta_id, chave_id, tokens, refreshed_at) VALUES (k.conta_id, k.id, v_tokens, v_now)
-      ON CONFLICT (chave_id) DO UPDATE SET tokens = excluded.tokens, refreshed_at = excluded.refreshed_at;
-    INSERT INTO minute_windows (conta_id, classe, window_start, used) VALUES (k.conta_id, p_classe, v_window, v_minute_used)
-      ON CONFLICT (conta_id, classe) DO UPDATE SET window_start = excluded.window_start, used = excluded.used;
-    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (k.conta_id, v_mes, v_custo)
-      ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = uso_mensal.chamadas + excluded.chamadas;
-    INSERT INTO request_slots (conta_id, chave_id, holder, expires_at)
-      VALUES (k.conta_id, k.id, p_holder, v_now + interval '30 seconds') RETURNING id INTO r.slot_id;
+    -- The four counters in one statement.
+    WITH bucket AS (
+      INSERT INTO rate_buckets (conta_id, chave_id, tokens, refreshed_at) VALUES (k.conta_id, k.id, v_tokens, v_now)
+        ON CONFLICT (chave_id) DO UPDATE SET tokens = excluded.tokens, refreshed_at = excluded.refreshed_at
+    ), minute AS (
+      INSERT INTO minute_windows (conta_id, classe, window_start, used) VALUES (k.conta_id, p_classe, v_window, v_minute_used)
+        ON CONFLICT (conta_id, classe) DO UPDATE SET window_start = excluded.window_start, used = excluded.used
+    ), month AS (
+      INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (k.conta_id, v_mes, v_custo)
+        ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = uso_mensal.chamadas + excluded.chamadas
+    )
+    -- A row that had expired belonged to this process while it looked dead: start it over.
+    INSERT INTO request_slots (holder, chave_id, conta_id, in_flight, expires_at)
+      VALUES (p_holder, k.id, k.conta_id, 1, v_now + interval '30 seconds')
+      ON CONFLICT (holder, chave_id) DO UPDATE
+        SET in_flight = CASE WHEN request_slots.expires_at > v_now THEN request_slots.in_flight + 1 ELSE 1 END,
+            expires_at = excluded.expires_at;
+    r.slot_held := true;
     -- Last use is for people, not for rules: minute precision spares a write per request.
     IF k.recusas_consecutivas > 0 OR k.ultimo_uso_em IS NULL OR k.ultimo_uso_em < v_now - interval '1 minute' THEN
       UPDATE chaves_api SET recusas_consecutivas = 0, ultimo_uso_em = v_now WHERE conta_id = k.conta_id AND id = k.id;

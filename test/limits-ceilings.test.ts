@@ -91,7 +91,7 @@ for (const [plano, q] of Object.entries(PLANOS)) {
       assert.ok(held.every((r) => r.outcome === 'ok'));
       const refused = await admitOnce(tx, account.token);
       assert.is(refused.reason, 'simultaneas');
-      const released = await admitOnce(tx, account.token, { release: [held[0]?.slot_id ?? ''] });
+      const released = await admitOnce(tx, account.token, { release: [account.chaveId] });
       assert.is(released.outcome, 'ok', 'a released slot is free again');
 
       // The account's ceiling counts every key of the account.

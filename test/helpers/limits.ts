@@ -7,7 +7,7 @@ import { sql, type Db } from '../../shared/db/pool.ts';
 export const Admission = z.object({
   outcome: z.string(),
   reason: z.string().nullable(),
-  slot_id: z.string().nullable(),
+  slot_held: z.boolean().nullable(),
   retry_after: z.number().nullable(),
   suspended_until: z.string().nullable(),
   rajada_r: z.number().nullable(),
@@ -22,7 +22,7 @@ export async function admitOnce(
   options: { custo?: number; classe?: 'leitura' | 'escrita'; holder?: string; release?: string[] } = {},
 ): Promise<Admission> {
   return db.one(sql.type(Admission)`
-    SELECT outcome, reason, slot_id, retry_after, suspended_until, rajada_r, minuto_r, mes_r
+    SELECT outcome, reason, slot_held, retry_after, suspended_until, rajada_r, minuto_r, mes_r
       FROM api_admit(${sql.binary(hashToken(token))}, NULL, NULL, ${options.custo ?? 1}, ${options.classe ?? 'leitura'},
                      ${options.holder ?? 'test'}, ${sql.array(options.release ?? [], 'uuid')})`);
 }
@@ -37,14 +37,15 @@ export async function admitSequence(
   count: number,
   options: { custo?: number; classe?: 'leitura' | 'escrita' } = {},
 ): Promise<Admission[]> {
+  const chaveId = await db.oneFirst(sql.unsafe`SELECT id FROM chaves_api WHERE token_hash = ${sql.binary(hashToken(token))}`);
   const results: Admission[] = [];
   let release: string[] = [];
   for (let i = 0; i < count; i++) {
     const result = await admitOnce(db, token, { ...options, release });
-    release = result.slot_id ? [result.slot_id] : [];
+    release = result.slot_held ? [String(chaveId)] : [];
     results.push(result);
   }
-  if (release.length) await db.query(sql.unsafe`DELETE FROM request_slots WHERE id = ANY (${sql.array(release, 'uuid')})`);
+  if (release.length) await db.query(sql.unsafe`UPDATE request_slots SET in_flight = in_flight - 1 WHERE holder = 'test' AND chave_id = ${String(chaveId)}`);
   return results;
 }
 

@@ -1,0 +1,61 @@
+// Admission (issue 3): GET /v1/saude through the full pipeline — key lookup, scope, concurrency
+// slot, burst, minute and month counters, headers, request log — against a bare restify route doing
+// one UPDATE and one SELECT on the same database, in the same run. Many accounts and keys, plans
+// raised so nothing is refused.
+import { createDatabasePool, sql } from '../shared/db/pool.ts';
+import { createAccount } from '../test/helpers/fixtures.ts';
+import { benchDatabase, load, spawnServer, writeSection, type LoadResult } from './lib.ts';
+
+const ACCOUNTS = 200;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
+
+const db = await benchDatabase('admission');
+const pool = await createDatabasePool(db.url, { size: 4, statementTimeoutMs: 60_000, applicationName: 'bench' });
+await pool.query(sql.unsafe`
+  INSERT INTO planos (id, nome, chaves_ativas, webhook_endpoints, leituras_por_minuto, escritas_por_minuto, chamadas_por_mes,
+                      rajada, rajada_recarga_por_segundo, simultaneas_por_chave, simultaneas_por_conta, entregas_webhook_por_hora)
+  VALUES ('bench', 'Bench', 10, 10, 100000000, 100000000, 2000000000, 1000000, 1000000, 1000, 1000, 1000)
+  ON CONFLICT (id) DO NOTHING`);
+const tokens: string[] = [];
+for (let i = 0; i < ACCOUNTS; i++) tokens.push((await createAccount(pool, { plano: 'bench', escopos: [] })).token);
+
+const api = await spawnServer('api/main.ts', { DATABASE_URL: db.url, DB_POOL_SIZE: '10' }, '/v1/openapi.json');
+const bare = await spawnServer('bench/bare-server.ts', { DATABASE_URL: db.url }, '/hello');
+let k = 0;
+const withKey = (req: Record<string, any>) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[k++ % tokens.length]}` } });
+
+try {
+  const results: [string, LoadResult][] = [];
+  const run = async (name: string, url: string, connections: number, setupRequest?: typeof withKey) => {
+    const r = await load({ url, connections, seconds: SECONDS, setupRequest });
+    process.stdout.write(`${name}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors)\n`);
+    results.push([name, r]);
+    return r;
+  };
+  const bareUpdate = await run('bare restify, one UPDATE + one SELECT, 50 connections', `${bare.url}/bare`, 50);
+  const full = await run('GET /v1/saude through full admission, 50 connections', `${api.url}/v1/saude`, 50, withKey);
+  const quietHello = await run('bare restify, no database, 1 connection', `${bare.url}/hello`, 1);
+  const quietFull = await run('GET /v1/saude through full admission, 1 connection', `${api.url}/v1/saude`, 1, withKey);
+
+  const ratio = full.rps / bareUpdate.rps;
+  const added = quietFull.p50 - quietHello.p50;
+  const table = results.map(([name, r]) => `| ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} |`).join('\n');
+  await writeSection('admission', `## Admission (GET /v1/saude)
+
+${ACCOUNTS} accounts with one key each, requests spread over the keys; plans raised so nothing is
+refused; autocannon in this process, the API and the baseline each in their own process, PostgreSQL
+${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded (default settings, fsync on)'}; ${SECONDS} s per run after 2 s of warm-up.
+
+| run | req/s | p50 ms | p99 ms | non-2xx/errors |
+| --- | ---: | ---: | ---: | ---: |
+${table}
+
+- Throughput ratio, full admission / one UPDATE + one SELECT: **${ratio.toFixed(2)}** (target ≥ 0.8).
+- Added latency of admission at p50 on a quiet machine (1 connection, full pipeline minus bare route
+  without database): **${added.toFixed(2)} ms** (target < 1 ms).`);
+} finally {
+  await api.stop();
+  await bare.stop();
+  await pool.end();
+  await db.stop();
+}
