@@ -87,7 +87,10 @@ CREATE TABLE pedidos_producao (
   FOREIGN KEY (conta_id, cotacao_id) REFERENCES cotacoes (conta_id, id),
   CHECK (tipo = 'cliente' OR (cliente_nome IS NULL AND pagamento_situacao IS NULL AND valor_centavos IS NULL)),
   CHECK (tipo = 'estoque' OR pagamento_situacao IS NOT NULL),
-  CHECK ((origem = 'cotacao') = (cotacao_id IS NOT NULL)),
+  -- Converting a quotation on the screen (origem cotacao) always names it; an order created
+  -- through the API may name an approved quotation too; manual and stock refills never do.
+  CHECK (origem <> 'cotacao' OR cotacao_id IS NOT NULL),
+  CHECK (origem IN ('cotacao', 'api') OR cotacao_id IS NULL),
   CHECK ((situacao = 'finalizado') = (finalizado_em IS NOT NULL)),
   CHECK (anonimizado_em IS NULL OR cliente_nome IS NULL)
 );
@@ -118,4 +121,20 @@ CREATE TABLE pedido_itens (
   CHECK (tipo <> 'catalogo' OR (variacao_id IS NOT NULL AND produto_id IS NOT NULL)),
   CHECK ((tipo = 'cotacao') = (cotacao_item_id IS NOT NULL)),
   CHECK (tipo <> 'avulso' OR (produto_id IS NULL AND variacao_id IS NULL))
+);
+CREATE INDEX pedido_itens_etapa ON pedido_itens (conta_id, etapa_id) WHERE etapa_id IS NOT NULL;
+
+-- The customer asking, on the quotation link, to close the deal on the version they saw. A row
+-- per request (at most one per version), so a plain INSERT by the application emits
+-- cotacao.fechamento_pedido like any other change.
+CREATE TABLE cotacao_fechamentos (
+  conta_id uuid NOT NULL,
+  id uuid NOT NULL DEFAULT gen_random_uuid(),
+  cotacao_id uuid NOT NULL,
+  versao int NOT NULL CHECK (versao >= 1),
+  cor_a_combinar boolean NOT NULL DEFAULT false,
+  criado_em timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (conta_id, id),
+  UNIQUE (conta_id, cotacao_id, versao),
+  FOREIGN KEY (conta_id, cotacao_id) REFERENCES cotacoes (conta_id, id) ON DELETE CASCADE
 );

@@ -1,8 +1,10 @@
 // The route table: every endpoint of the API, in the order the OpenAPI document lists them.
 import { listCanais } from './canais.ts';
+import { rotasDeCotacoes } from './cotacoes.ts';
 import { listEstoque, listEstoqueInsumos } from './estoque.ts';
 import { postMovimento } from './estoque-movimentos.ts';
 import { listMateriais } from './materiais.ts';
+import { rotasDePedidos } from './pedidos.ts';
 import { getProduto, listProdutos } from './produtos.ts';
 import { rotasDoSistema } from './sistema.ts';
 import type { AnyRoute } from './types.ts';
@@ -16,4 +18,6 @@ export const routes: readonly AnyRoute[] = [
   listEstoque,
   postMovimento,
   listEstoqueInsumos,
+  ...rotasDeCotacoes,
+  ...rotasDePedidos,
 ];
