@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { DESCRICAO_ESCOPO, ESCOPOS } from '../shared/domain/acesso.ts';
 import { TITULOS, type Codigo } from '../shared/errors.ts';
+import { DELIVERY_DESCRIPTION, webhooksSection } from './openapi-webhooks.ts';
 import type { AnyRoute } from './routes/types.ts';
 
 type JsonSchema = Record<string, unknown>;
@@ -24,6 +25,14 @@ const ERRO_POR_STATUS: Record<number, Codigo[]> = {
   429: ['limite_excedido'],
   500: ['erro_interno'],
   503: ['indisponivel'],
+};
+
+const TAGS: Record<string, string> = {
+  Sistema: 'Health, the calling account and key with its limits, and the catalog of event types.',
+  Catálogo: 'Sales channels, products with variations and prices per channel, materials and colors.',
+  Estoque: 'Finished-part and supply balances, and stock movements of finished parts.',
+  Cotações: 'Quotations: read, create as drafts, change status.',
+  Produção: 'Production orders: read and create.',
 };
 
 /** Statuses a route can refuse with, derived from what it declares. */
@@ -150,7 +159,9 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
       ? [{ url: '{base_url}', description: 'The service address, ending in /v1.', variables: { base_url: { default: baseUrl } } }]
       : [{ url: baseUrl }],
     security: [{ chaveApi: [] }],
+    tags: [...[...new Set(routes.map((r) => r.tag))].map((name) => ({ name, description: TAGS[name] ?? name })), { name: 'Eventos', description: DELIVERY_DESCRIPTION }],
     paths,
+    webhooks: webhooksSection(),
     components: {
       securitySchemes: {
         chaveApi: {
