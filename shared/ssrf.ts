@@ -5,22 +5,24 @@
 import dns from 'node:dns';
 import net from 'node:net';
 
-const blocked = new net.BlockList();
+// Separate lists per family: a BlockList checks IPv4 addresses against IPv4-mapped IPv6 subnets too.
+const blockedV4 = new net.BlockList();
+const blockedV6 = new net.BlockList();
 for (const [address, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
   ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16],
   ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(address, prefix, 'ipv4');
+] as const) blockedV4.addSubnet(address, prefix, 'ipv4');
 // IPv4-mapped and 6to4 addresses can embed any IPv4 address, so they are refused as a whole.
 for (const [address, prefix] of [
   ['::', 128], ['::1', 128], ['::ffff:0:0', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001:db8::', 32],
   ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) blocked.addSubnet(address, prefix, 'ipv6');
+] as const) blockedV6.addSubnet(address, prefix, 'ipv6');
 
 export function isPublicAddress(address: string): boolean {
   const family = net.isIP(address);
   if (family === 0) return false;
-  return !blocked.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  return family === 4 ? !blockedV4.check(address, 'ipv4') : !blockedV6.check(address, 'ipv6');
 }
 
 export class AddressRefusedError extends Error {
