@@ -125,12 +125,14 @@ BEGIN
   END IF;
 
   UPDATE estoque_saldos SET saldo = r.saldo_depois WHERE conta_id = p_conta_id AND id = v_saldo_id;
+  -- criado_em is taken under the lock (not the transaction's start), so the movements of a balance
+  -- ordered by criado_em chain saldo_depois to the next saldo_antes.
   INSERT INTO estoque_movimentos (conta_id, local_id, variacao_id, parte_id, tipo, quantidade, saldo_antes,
-                                  saldo_depois, motivo, observacao, via, chave_id)
+                                  saldo_depois, motivo, observacao, via, chave_id, criado_em)
   VALUES (p_conta_id, r.local_id, p_variacao_id, p_parte_id, p_tipo, r.quantidade, r.saldo_antes,
           r.saldo_depois, p_motivo, p_observacao,
           coalesce(nullif(current_setting('app.via', true), ''), 'tela'),
-          nullif(current_setting('app.chave_id', true), '')::uuid)
+          nullif(current_setting('app.chave_id', true), '')::uuid, clock_timestamp())
   RETURNING id, criado_em INTO r.id, r.criado_em;
   r.tipo := p_tipo;
   r.variacao_id := p_variacao_id;

@@ -161,5 +161,5 @@ export async function definirPrecos(
     SELECT ${contaId}, ${input.variacaoId}, ${input.canalId}, f.a_partir_de, f.preco_centavos
       FROM unnest(${sql.array(input.faixas.map((f) => f.aPartirDe), 'int4')}::int[],
                   ${sql.array(input.faixas.map((f) => f.precoCentavos), 'int8')}::bigint[]) AS f (a_partir_de, preco_centavos)
-    RETURNING a_partir_de, preco_centavos`);
+    RETURNING a_partir_de, preco_centavos::float8 AS preco_centavos`);
 }

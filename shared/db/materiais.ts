@@ -22,6 +22,8 @@ export const MaterialRow = z.object({
 });
 export type MaterialRow = z.infer<typeof MaterialRow>;
 
+// custo_por_kg_centavos is bigint, which would arrive as BigInt; money stays below 2^53, so a
+// double carries it exactly.
 export async function listarMateriais(
   db: Db,
   contaId: string,
@@ -29,7 +31,7 @@ export async function listarMateriais(
 ): Promise<readonly MaterialRow[]> {
   const page = pageClauses('m', 'criado_em', query);
   return db.any(sql.type(MaterialRow)`
-    SELECT m.id, m.nome, m.tipo, m.custo_por_kg_centavos, m.criado_em, m.atualizado_em, ${page.cursorColumn},
+    SELECT m.id, m.nome, m.tipo, m.custo_por_kg_centavos::float8 AS custo_por_kg_centavos, m.criado_em, m.atualizado_em, ${page.cursorColumn},
            coalesce((SELECT json_agg(json_build_object('id', c.id, 'nome', c.nome, 'hex', c.hex, 'ativa', c.ativa)
                                      ORDER BY c.criado_em, c.id)
                        FROM cores c WHERE c.conta_id = m.conta_id AND c.material_id = m.id), '[]'::json) AS cores
@@ -39,7 +41,7 @@ export async function listarMateriais(
 }
 
 const Material = MaterialRow.omit({ cores: true, cursor_ts: true });
-const materialColumns = sql.fragment`id, nome, tipo, custo_por_kg_centavos, criado_em, atualizado_em`;
+const materialColumns = sql.fragment`id, nome, tipo, custo_por_kg_centavos::float8 AS custo_por_kg_centavos, criado_em, atualizado_em`;
 
 export async function criarMaterial(
   db: Db,

@@ -72,7 +72,7 @@ const variacoesDoProduto = sql.fragment`
 
 function selectProdutos(where: FragmentSqlToken | ListSqlToken, cursorColumn: FragmentSqlToken, tail: FragmentSqlToken) {
   return sql.type(ProdutoRow)`
-    SELECT p.id, p.sku, p.nome, p.descricao, p.ativo, vs.variacoes, p.criado_em, p.atualizado_em, p.row_version,
+    SELECT p.id, p.sku, p.nome, p.descricao, p.ativo, vs.variacoes, p.criado_em, p.atualizado_em, p.row_version::float8 AS row_version,
            ${cursorColumn}
       FROM produtos p
       CROSS JOIN LATERAL (${variacoesDoProduto}) vs
