@@ -11,6 +11,7 @@ import { sql } from '../shared/db/pool.ts';
 import { urlDoEvento } from '../shared/domain/eventos.ts';
 import { createLogger } from '../shared/log.ts';
 import { jobs } from '../worker/jobs/index.ts';
+import { DEMO_CONTA_ID, loadDemo } from '../ops/demo.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { eventos, eventosDe, eventosDesde, levarA, marcaDoOutbox, novaCotacao } from './helpers/cotacoes.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
@@ -200,9 +201,17 @@ test('the database refuses what no writer may do: a new quotation not in draft, 
   assert.is(total, 21, 'a revision may change items; the total follows');
 });
 
+test('the demo data loads through the same rules and its quotations and orders emitted their events', async () => {
+  assert.is(await loadDemo(app.db.pool), true);
+  const tipos = (await eventos(app.db.pool, DEMO_CONTA_ID)).map((e) => e.tipo).filter((t) => /^(cotacao|link|pedido)/.test(t));
+  const conta = (t: string) => tipos.filter((x) => x === t).length;
+  assert.equal([conta('cotacao.criada'), conta('cotacao.enviada'), conta('cotacao.aprovada'), conta('pedido_producao.criado'), conta('pedido_producao.situacao_mudou')], [3, 2, 1, 2, 1]);
+});
+
 test('no event payload ever carries a customer name or e-mail', async () => {
-  const todos = JSON.stringify(await eventos(app.db.pool, conta.contaId));
-  for (const nome of ['Nome Que Não Vaza', 'Cliente de Teste', 'Direto no SQL', '@']) assert.not.match(todos, nome);
+  const todos = JSON.stringify(await app.db.pool.anyFirst(sql.type(z.object({ dados: z.unknown() }))`SELECT dados FROM outbox`));
+  assert.ok(todos.length > 1000, 'events of this suite and of the demo are there');
+  for (const nome of ['Nome Que Não Vaza', 'Cliente de Teste', 'Direto no SQL', 'Marina', 'Carlos', 'Prisma', '@']) assert.not.match(todos, nome);
 });
 
 test.run();
