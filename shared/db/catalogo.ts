@@ -7,6 +7,11 @@ import { sql, type Db } from './pool.ts';
 
 const Canal = CanalRow.omit({ cursor_ts: true });
 
+export async function lerCanal(db: Db, contaId: string, id: string): Promise<z.infer<typeof Canal> | null> {
+  return db.maybeOne(sql.type(Canal)`
+    SELECT id, nome, tipo, taxa_percentual_bps, ativo, criado_em, atualizado_em FROM canais WHERE conta_id = ${contaId} AND id = ${id}`);
+}
+
 export async function alterarCanal(
   db: Db,
   contaId: string,
