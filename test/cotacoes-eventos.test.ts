@@ -8,7 +8,7 @@ import { abrirLink, linkDaCotacao, pedirFechamento } from '../shared/db/cotacao-
 import { expirarCotacoes } from '../shared/db/cotacoes-expiracao.ts';
 import { comOrigem } from '../shared/db/origem.ts';
 import { sql } from '../shared/db/pool.ts';
-import { urlDoEvento } from '../shared/domain/eventos.ts';
+import { tipoDeEvento, urlDoEvento } from '../shared/domain/eventos.ts';
 import { createLogger } from '../shared/log.ts';
 import { jobs } from '../worker/jobs/index.ts';
 import { DEMO_CONTA_ID, loadDemo } from '../ops/demo.ts';
@@ -206,6 +206,18 @@ test('the demo data loads through the same rules and its quotations and orders e
   const tipos = (await eventos(app.db.pool, DEMO_CONTA_ID)).map((e) => e.tipo).filter((t) => /^(cotacao|link|pedido)/.test(t));
   const conta = (t: string) => tipos.filter((x) => x === t).length;
   assert.equal([conta('cotacao.criada'), conta('cotacao.enviada'), conta('cotacao.aprovada'), conta('pedido_producao.criado'), conta('pedido_producao.situacao_mudou')], [3, 2, 1, 2, 1]);
+});
+
+test("every payload written matches the catalog's dados schema of its type (what the webhooks document promises)", async () => {
+  const todos = await app.db.pool.any(sql.type(z.object({ tipo: z.string(), dados: z.record(z.string(), z.unknown()) }))`SELECT tipo, dados FROM outbox`);
+  const vistos = new Set<string>();
+  for (const { tipo, dados } of todos) {
+    const result = tipoDeEvento(tipo).dados.safeParse(dados);
+    assert.ok(result.success, `${tipo}: ${JSON.stringify(dados)} ${result.error?.message ?? ''}`);
+    vistos.add(tipo);
+  }
+  for (const tipo of ['cotacao.criada', 'cotacao.enviada', 'cotacao.fechamento_pedido', 'cotacao.status_mudou', 'cotacao.aprovada',
+    'cotacao.recusada', 'link.aberto', 'pedido_producao.criado', 'pedido_producao.situacao_mudou']) assert.ok(vistos.has(tipo), tipo);
 });
 
 test('no event payload ever carries a customer name or e-mail', async () => {
