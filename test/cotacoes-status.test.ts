@@ -21,7 +21,9 @@ const mudar = (id: string, status: string, token = conta.token, headers: Record<
   request(`${app.baseUrl}/cotacoes/${id}/status`, { token, body: { status }, headers });
 
 test.before(async () => {
-  app = await startTestApp();
+  // The concurrency tests pile 10-16 transactions on one row lock on purpose; on a loaded machine
+  // the default 2 s wait for a connection could turn that queue into 503s, which is not under test.
+  app = await startTestApp({ env: { DB_POOL_SIZE: '20', DB_POOL_WAIT_MS: '15000' } });
   await semLimites(app.db.pool);
   conta = await createAccount(app.db.pool);
   outra = await createAccount(app.db.pool);
