@@ -116,7 +116,12 @@ CREATE TABLE deliveries (
 );
 -- Due and not enqueued: what the worker's scheduler turns into jobs.
 CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE status = 'pending' AND job_id IS NULL;
-CREATE INDEX deliveries_enqueued ON deliveries (next_attempt_at) WHERE status = 'pending' AND job_id IS NOT NULL;
+-- Enqueued long ago: the maintenance job's search for lost jobs. The predicate names run_attempts,
+-- which the per-delivery lookups of the hot path never constrain, so the planner can never pick
+-- this index for them: its statistics lag behind a backlog, and scanning every queued delivery
+-- to find one would then look cheap.
+CREATE INDEX deliveries_enqueued ON deliveries (next_attempt_at)
+  WHERE status = 'pending' AND job_id IS NOT NULL AND run_attempts >= 0;
 CREATE INDEX deliveries_failed ON deliveries (completed_at) WHERE status = 'failed';
 CREATE INDEX deliveries_endpoint ON deliveries (conta_id, endpoint_id, created_at);
 

@@ -3,19 +3,28 @@
 // delivery still names it, so a stale or duplicated job can never record a second outcome.
 import { z } from 'zod';
 import type { MotivoDesativacao } from '../domain/webhooks.ts';
-import { NewDelivery } from './outbox.ts';
+import { CHANNEL_JOBS, NewDelivery } from './outbox.ts';
 import { sql, type Db, type Tx } from './pool.ts';
 
-/** Due deliveries with no job (retries, deliveries held by the hourly cap, replays) get one. */
+/**
+ * Due deliveries with no job (retries, deliveries held by the hourly cap, replays) get a job id,
+ * and the dispatchers are woken at commit. The caller inserts the jobs in the same transaction.
+ */
 export async function claimDueDeliveries(tx: Tx, limit: number): Promise<readonly NewDelivery[]> {
   return tx.any(sql.type(NewDelivery)`
-    UPDATE deliveries d SET job_id = gen_random_uuid()
-      FROM (SELECT conta_id, id FROM deliveries
-             WHERE status = 'pending' AND job_id IS NULL AND next_attempt_at <= now()
-             ORDER BY next_attempt_at LIMIT ${limit}
-               FOR UPDATE SKIP LOCKED) due
-     WHERE d.conta_id = due.conta_id AND d.id = due.id
-    RETURNING d.conta_id, d.id, d.job_id`);
+    WITH due AS (
+      SELECT conta_id, id FROM deliveries
+       WHERE status = 'pending' AND job_id IS NULL AND next_attempt_at <= now()
+       ORDER BY next_attempt_at LIMIT ${limit}
+         FOR UPDATE SKIP LOCKED
+    ), claimed AS (
+      UPDATE deliveries d SET job_id = gen_random_uuid() FROM due
+       WHERE d.conta_id = due.conta_id AND d.id = due.id
+      RETURNING d.conta_id, d.id, d.job_id
+    ), woken AS (
+      SELECT pg_notify(${CHANNEL_JOBS}, '') WHERE EXISTS (SELECT FROM claimed)
+    )
+    SELECT conta_id, id, job_id FROM claimed LEFT JOIN woken ON true`);
 }
 
 export const LoadedDelivery = z.object({
@@ -33,33 +42,40 @@ export const LoadedDelivery = z.object({
   segredo: z.string(),
   segredo_anterior: z.string().nullable(),
   falhando_desde: z.string().nullable(),
+  /** Deliveries of the current hour granted to the account for this batch (hourly cap). */
+  concedidas: z.number(),
 });
 export type LoadedDelivery = z.infer<typeof LoadedDelivery>;
 
 export type JobRef = { contaId: string; deliveryId: string; jobId: string };
 
-/** The pending deliveries these jobs still carry, with their event and endpoint. */
+/**
+ * The pending deliveries these jobs still carry, with their event and endpoint, and, in the same
+ * round trip, the hourly quota reserved for them: each row says how many of its account's
+ * deliveries to active endpoints may go out now.
+ */
 export async function loadDeliveries(db: Db, jobs: readonly JobRef[]): Promise<readonly LoadedDelivery[]> {
   if (jobs.length === 0) return [];
   return db.any(sql.type(LoadedDelivery)`
-    SELECT d.conta_id, d.id, d.job_id, d.endpoint_id, d.run_attempts,
-           o.id AS event_id, o.tipo, o.dados, o.criado_em,
-           e.url, e.ativo, e.segredo,
-           CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END AS segredo_anterior,
-           e.falhando_desde
-      FROM ${sql.unnest(jobs.map((j) => [j.contaId, j.deliveryId, j.jobId]), ['uuid', 'uuid', 'uuid'])} AS j (conta_id, id, job_id)
-      JOIN deliveries d ON d.conta_id = j.conta_id AND d.id = j.id AND d.job_id = j.job_id AND d.status = 'pending'
-      JOIN outbox o ON o.conta_id = d.conta_id AND o.id = d.event_id
-      JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id`);
-}
-
-/** Reserves deliveries of the current hour per account; returns how many each account got. */
-export async function reserveHourlyQuota(db: Db, wanted: ReadonlyMap<string, number>): Promise<Map<string, number>> {
-  if (wanted.size === 0) return new Map();
-  const rows = await db.any(sql.type(z.object({ conta_id: z.string(), concedidas: z.number() }))`
-    SELECT conta_id, concedidas FROM reservar_entregas_webhook(
-      ${sql.array([...wanted.keys()], 'uuid')}, ${sql.array([...wanted.values()], 'int4')})`);
-  return new Map(rows.map((r) => [r.conta_id, r.concedidas]));
+    WITH loaded AS MATERIALIZED (
+      SELECT d.conta_id, d.id, d.job_id, d.endpoint_id, d.run_attempts,
+             o.id AS event_id, o.tipo, o.dados, o.criado_em,
+             e.url, e.ativo, e.segredo,
+             CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END AS segredo_anterior,
+             e.falhando_desde
+        FROM ${sql.unnest(jobs.map((j) => [j.contaId, j.deliveryId, j.jobId]), ['uuid', 'uuid', 'uuid'])} AS j (conta_id, id, job_id)
+        JOIN deliveries d ON d.conta_id = j.conta_id AND d.id = j.id AND d.job_id = j.job_id AND d.status = 'pending'
+        JOIN outbox o ON o.conta_id = d.conta_id AND o.id = d.event_id
+        JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
+    ), wanted AS (
+      SELECT conta_id, count(*)::int AS n FROM loaded WHERE ativo GROUP BY conta_id
+    ), granted AS MATERIALIZED (
+      SELECT * FROM reservar_entregas_webhook(
+        (SELECT array_agg(conta_id ORDER BY conta_id) FROM wanted),
+        (SELECT array_agg(n ORDER BY conta_id) FROM wanted))
+    )
+    SELECT l.*, coalesce(g.concedidas, 0) AS concedidas
+      FROM loaded l LEFT JOIN granted g ON g.conta_id = l.conta_id`);
 }
 
 /**

@@ -11,7 +11,8 @@ const Enqueued = z.object({ conta_id: z.string(), id: z.string(), job_id: z.stri
 export async function longEnqueuedDeliveries(db: Db, limit: number): Promise<readonly z.infer<typeof Enqueued>[]> {
   return db.any(sql.type(Enqueued)`
     SELECT conta_id, id, job_id FROM deliveries
-     WHERE status = 'pending' AND job_id IS NOT NULL AND next_attempt_at < now() - interval '1 hour'
+     WHERE status = 'pending' AND job_id IS NOT NULL AND run_attempts >= 0 -- matches deliveries_enqueued
+       AND next_attempt_at < now() - interval '1 hour'
      ORDER BY next_attempt_at LIMIT ${limit}`);
 }
 

@@ -8,6 +8,9 @@ import { sql, type Db, type Tx } from './pool.ts';
 // Only one relay runs at a time across all workers: events of an account are relayed in the order
 // their transactions made them visible, and a batch of a few hundred rows takes milliseconds.
 const RELAY_LOCK = 7_410_203_006;
+/** NOTIFY channels of the webhook pipeline (emit_event notifies 'outbox' itself). */
+export const CHANNEL_JOBS = 'webhook_jobs';
+export const CHANNEL_DUE = 'webhook_delivery_due';
 
 /** A delivery created with the pg-boss job id that will carry its first attempt. */
 export const NewDelivery = z.object({ conta_id: z.string(), id: z.string(), job_id: z.string() });
@@ -40,31 +43,32 @@ function fanOut(source: Fragment, jobId: Fragment) {
     RETURNING conta_id, id, job_id`;
 }
 
-export async function tryRelayLock(tx: Tx): Promise<boolean> {
-  return tx.oneFirst(sql.type(z.object({ locked: z.boolean() }))`SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS locked`);
-}
-
-const Relayed = z.object({ relayed: z.number(), deliveries: z.array(NewDelivery) });
+const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries: z.array(NewDelivery) });
 
 /**
- * Relays up to `limit` available events in seq order: marks them relayed and creates their
- * deliveries, in one statement. Rows locked by a writer refreshing a grouped event are skipped
- * and taken by a later pass.
+ * Relays up to `limit` available events in seq order, in one statement: takes the relay lock (or
+ * does nothing when another worker holds it), marks the events relayed, creates their deliveries
+ * and wakes the dispatchers at commit. Rows locked by a writer refreshing a grouped event are
+ * skipped and taken by a later pass. The caller inserts the deliveries' jobs in the same transaction.
  */
 export async function relayOutbox(tx: Tx, limit: number): Promise<z.infer<typeof Relayed>> {
   return tx.one(sql.type(Relayed)`
-    WITH claimed AS MATERIALIZED (
-      SELECT conta_id, id, tipo, endpoint_id, seq FROM outbox
-       WHERE relayed_at IS NULL AND available_at <= now()
-       ORDER BY seq LIMIT ${limit}
-         FOR UPDATE SKIP LOCKED
+    WITH relay_lock AS MATERIALIZED (
+      SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS held
+    ), claimed AS MATERIALIZED (
+      SELECT o.conta_id, o.id, o.tipo, o.endpoint_id, o.seq FROM outbox o
+       WHERE (SELECT held FROM relay_lock) AND o.relayed_at IS NULL AND o.available_at <= now()
+       ORDER BY o.seq LIMIT ${limit}
+         FOR UPDATE OF o SKIP LOCKED
     ), marked AS (
       UPDATE outbox o SET relayed_at = now() FROM claimed c
        WHERE o.conta_id = c.conta_id AND o.id = c.id
       RETURNING o.id
     ), created AS (${fanOut(sql.fragment`claimed`, sql.fragment`gen_random_uuid()`)})
-    SELECT (SELECT count(*) FROM marked)::int AS relayed,
-           coalesce((SELECT json_agg(created) FROM created), '[]'::json) AS deliveries`);
+    SELECT (SELECT held FROM relay_lock) AS locked,
+           (SELECT count(*) FROM marked)::int AS relayed,
+           coalesce((SELECT json_agg(created) FROM created), '[]'::json) AS deliveries,
+           (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_JOBS}, '') WHERE EXISTS (SELECT FROM created)) n) AS notified`);
 }
 
 /**

@@ -4,7 +4,7 @@
 // hourly cap is reserved per account for each fetched batch.
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Job } from 'pg-boss';
-import { loadDeliveries, reserveHourlyQuota, type DeliveryResult, type LoadedDelivery } from '../../shared/db/deliveries.ts';
+import { loadDeliveries, type DeliveryResult, type LoadedDelivery } from '../../shared/db/deliveries.ts';
 import { clock } from '../../shared/clock.ts';
 import { nextHour } from '../../shared/domain/webhooks.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
@@ -58,12 +58,8 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
 
   async function handle(jobs: Job<DeliveryJob>[]): Promise<void> {
     let rows: readonly LoadedDelivery[];
-    let granted: Map<string, number>;
     try {
       rows = await loadDeliveries(pool, jobs.map((j) => ({ contaId: j.data.c, deliveryId: j.data.d, jobId: j.id })));
-      const wanted = new Map<string, number>();
-      for (const r of rows) if (r.ativo) wanted.set(r.conta_id, (wanted.get(r.conta_id) ?? 0) + 1);
-      granted = await reserveHourlyQuota(pool, wanted);
     } catch (error) {
       // Failed jobs are retried by pg-boss after its retry delay.
       log.error({ err: error, jobs: jobs.length }, 'loading webhook deliveries failed');
@@ -71,6 +67,7 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
       release(jobs.length);
       return;
     }
+    const granted = new Map(rows.map((r) => [r.conta_id, r.concedidas]));
     const byJob = new Map(rows.map((r) => [r.job_id, r]));
     const pending: Promise<void>[] = [];
     for (const job of jobs) {

@@ -5,13 +5,12 @@ import type { PgBoss } from 'pg-boss';
 import type { Config } from '../../shared/config.ts';
 import { bossDb } from '../../shared/db/boss-adapter.ts';
 import type { NewDelivery } from '../../shared/db/outbox.ts';
-import { sql, type Tx } from '../../shared/db/pool.ts';
+import type { Tx } from '../../shared/db/pool.ts';
 
 export const DELIVERY_QUEUE = 'webhook-delivery';
 /** Channels the webhook loops wake on (besides polling). */
 export const CHANNEL_OUTBOX = 'outbox';
-export const CHANNEL_DUE = 'webhook_delivery_due';
-export const CHANNEL_JOBS = 'webhook_jobs';
+export { CHANNEL_DUE, CHANNEL_JOBS } from '../../shared/db/outbox.ts';
 
 export type DeliveryJob = { c: string; d: string };
 
@@ -49,7 +48,7 @@ export function ensureDeliveryQueue(boss: PgBoss, config: Config): Promise<void>
   return done;
 }
 
-/** Inserts the jobs of these deliveries in the caller's transaction and wakes the dispatchers. */
+/** Inserts the jobs of these deliveries in the caller's transaction (which also notifies CHANNEL_JOBS). */
 export async function enqueueJobs(tx: Tx, boss: PgBoss, deliveries: readonly NewDelivery[]): Promise<void> {
   if (deliveries.length === 0) return;
   await boss.insert(
@@ -57,5 +56,4 @@ export async function enqueueJobs(tx: Tx, boss: PgBoss, deliveries: readonly New
     deliveries.map((d) => ({ id: d.job_id, data: { c: d.conta_id, d: d.id } satisfies DeliveryJob })),
     { db: bossDb(tx) },
   );
-  await tx.query(sql.typeAlias('void')`SELECT FROM pg_notify(${CHANNEL_JOBS}, '')`);
 }

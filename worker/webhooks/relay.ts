@@ -1,7 +1,7 @@
 // The outbox relay: events whose time has come (grouped ones at the end of their window) become
 // deliveries and their pg-boss jobs in one transaction, so each event is relayed exactly once
 // however many workers run. Woken by NOTIFY at commit; polls as a fallback and for grouping windows.
-import { relayOutbox, tryRelayLock } from '../../shared/db/outbox.ts';
+import { relayOutbox } from '../../shared/db/outbox.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { startPoller, type Poller } from '../poller.ts';
@@ -18,8 +18,7 @@ export function startRelay(deps: WorkerDeps, notifier: Notifier): Poller {
     step: async () => {
       await ensureDeliveryQueue(boss, config);
       return pool.transaction(async (tx) => {
-        // Another worker is relaying; it keeps going while it finds events.
-        if (!(await tryRelayLock(tx))) return 0;
+        // When another worker holds the relay lock nothing is claimed; it keeps going while it finds events.
         const { relayed, deliveries } = await relayOutbox(tx, BATCH);
         await enqueueJobs(tx, boss, deliveries);
         return relayed;
