@@ -44,6 +44,8 @@ function checkEnvelope(request: { id: string; json: any; verified: boolean }, ti
   assert.is(e.conta_id, account.contaId);
   assert.is(e.dados.objeto, tipoDeEvento(tipo).objeto);
   for (const campo of tipoDeEvento(tipo).campos) assert.ok(campo in e.dados, `${tipo} carries ${campo}`);
+  const parsed = tipoDeEvento(tipo).dados.safeParse(e.dados);
+  assert.ok(parsed.success, `${tipo} dados match the catalog's schema: ${parsed.error?.message ?? ''}`);
   assert.is(e.url, url === null ? null : `${app.baseUrl}${url}`);
 }
 
