@@ -1,6 +1,6 @@
 // The application's side through the operator CLI, as a real process: the screen (tela), the
 // customer's link (link) and the expiry routine (rotina), each change with its events.
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from '../shared/db/pool.ts';
@@ -20,23 +20,26 @@ test.before(async () => {
 });
 test.after(async () => app.stop());
 
-function ops(...args: string[]): { code: number | null; json: any; stderr: string } {
-  const result = spawnSync(process.execPath, ['ops/cli.ts', ...args], {
-    env: { PATH: process.env.PATH, DATABASE_URL: app.db.url },
-    encoding: 'utf8',
-    timeout: 30_000,
+// Asynchronous, so the server in this process keeps serving (and closing idle keep-alive sockets
+// on time) while a command runs; a blocked event loop makes the next fetch reuse a dying socket.
+function ops(...args: string[]): Promise<{ code: number | null; json: any; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['ops/cli.ts', ...args], { env: { PATH: process.env.PATH, DATABASE_URL: app.db.url }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        let json: unknown = null;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          json = null;
+        }
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, json, stderr });
+      });
   });
-  let json: unknown = null;
-  try {
-    json = JSON.parse(result.stdout);
-  } catch {
-    json = null;
-  }
-  return { code: result.status, json, stderr: result.stderr };
 }
 
-function ok(...args: string[]): any {
-  const result = ops(...args);
+async function ok(...args: string[]): Promise<any> {
+  const result = await ops(...args);
   assert.is(result.code, 0, `${args.slice(0, 2).join(' ')}: ${result.stderr}`);
   return result.json;
 }
@@ -51,21 +54,21 @@ test('create, send, the customer opens and asks to close, revise, send again, ap
     { tipo: 'catalogo', variacao_id: produto.variacoes[0]?.id, quantidade: 2 },
     { tipo: 'avulso', nome: 'Pintura', quantidade: 1, preco_unitario_centavos: 1000 },
   ]);
-  const criada = ok('cotacoes', 'create', '--conta', conta.contaId, '--cliente-nome', 'Cliente CLI', '--cliente-email', 'cli@cliente.invalid', '--canal', canal, '--itens', itens);
+  const criada = await ok('cotacoes', 'create', '--conta', conta.contaId, '--cliente-nome', 'Cliente CLI', '--cliente-email', 'cli@cliente.invalid', '--canal', canal, '--itens', itens);
   assert.is(criada.status, 'rascunho');
   assert.is(criada.valor_total_centavos, 6000);
   const id = criada.id;
-  assert.is(ok('cotacoes', 'send', '--conta', conta.contaId, '--cotacao', id).status, 'enviada');
-  const token = ok('cotacoes', 'show', '--conta', conta.contaId, '--cotacao', id).link_token;
-  assert.is(ok('cotacoes', 'open-link', '--token', token).abertura_n, 1);
-  assert.is(ok('cotacoes', 'open-link', '--token', token).abertura_n, 2);
-  const fechamento = ok('cotacoes', 'close-deal', '--token', token, '--cor-a-combinar', 'true');
+  assert.is((await ok('cotacoes', 'send', '--conta', conta.contaId, '--cotacao', id)).status, 'enviada');
+  const token = (await ok('cotacoes', 'show', '--conta', conta.contaId, '--cotacao', id)).link_token;
+  assert.is((await ok('cotacoes', 'open-link', '--token', token)).abertura_n, 1);
+  assert.is((await ok('cotacoes', 'open-link', '--token', token)).abertura_n, 2);
+  const fechamento = await ok('cotacoes', 'close-deal', '--token', token, '--cor-a-combinar', 'true');
   assert.equal([fechamento.cor_a_combinar, fechamento.versao, fechamento.novo], [true, 1, true]);
-  assert.is(ok('cotacoes', 'revise', '--conta', conta.contaId, '--cotacao', id).status, 'rascunho');
-  const reenviada = ok('cotacoes', 'send', '--conta', conta.contaId, '--cotacao', id);
+  assert.is((await ok('cotacoes', 'revise', '--conta', conta.contaId, '--cotacao', id)).status, 'rascunho');
+  const reenviada = await ok('cotacoes', 'send', '--conta', conta.contaId, '--cotacao', id);
   assert.is(reenviada.versao, 2);
-  assert.is(ok('cotacoes', 'approve', '--conta', conta.contaId, '--cotacao', id).status, 'aprovada');
-  const recusa = ops('cotacoes', 'refuse', '--conta', conta.contaId, '--cotacao', id);
+  assert.is((await ok('cotacoes', 'approve', '--conta', conta.contaId, '--cotacao', id)).status, 'aprovada');
+  const recusa = await ops('cotacoes', 'refuse', '--conta', conta.contaId, '--cotacao', id);
   assert.is(recusa.code, 1);
   assert.match(recusa.stderr, 'aprovada');
 
@@ -75,53 +78,53 @@ test('create, send, the customer opens and asks to close, revise, send again, ap
   assert.equal(eventos.filter((e) => e.tipo === 'cotacao.fechamento_pedido').map((e) => e.dados.cor_a_combinar), [true]);
   assert.equal(eventos.filter((e) => e.tipo === 'cotacao.enviada').map((e) => e.dados.versao), [1, 2]);
 
-  const pedido = ok('pedidos', 'create-from-quotation', '--conta', conta.contaId, '--cotacao', id, '--prazo', '2999-01-01', '--prioridade', 'urgente');
+  const pedido = await ok('pedidos', 'create-from-quotation', '--conta', conta.contaId, '--cotacao', id, '--prazo', '2999-01-01', '--prioridade', 'urgente');
   assert.equal([pedido.origem, pedido.cliente_nome, pedido.valor_centavos, pedido.itens.length], ['cotacao', 'Cliente CLI', 6000, 2]);
-  const etapa = ok('etapas', 'add', '--conta', conta.contaId, '--nome', 'Impressão');
-  ok('etapas', 'add', '--conta', conta.contaId, '--nome', 'Acabamento');
-  assert.equal(ok('etapas', 'list', '--conta', conta.contaId).map((e: { nome: string }) => e.nome), ['Impressão', 'Acabamento']);
+  const etapa = await ok('etapas', 'add', '--conta', conta.contaId, '--nome', 'Impressão');
+  await ok('etapas', 'add', '--conta', conta.contaId, '--nome', 'Acabamento');
+  assert.equal((await ok('etapas', 'list', '--conta', conta.contaId)).map((e: { nome: string }) => e.nome), ['Impressão', 'Acabamento']);
   const [item0, item1] = pedido.itens;
-  assert.is(ok('pedidos', 'set-item-etapa', '--conta', conta.contaId, '--item', item0.id, '--etapa', 'Impressão').itens[0].etapa, 'Impressão');
-  ok('etapas', 'rename', '--conta', conta.contaId, '--etapa', etapa.id, '--nome', 'Impressão 3D');
+  assert.is((await ok('pedidos', 'set-item-etapa', '--conta', conta.contaId, '--item', item0.id, '--etapa', 'Impressão')).itens[0].etapa, 'Impressão');
+  await ok('etapas', 'rename', '--conta', conta.contaId, '--etapa', etapa.id, '--nome', 'Impressão 3D');
   const api = await request(`${app.baseUrl}/pedidos-producao/${pedido.id}`, { token: conta.token });
   assert.is(api.body.itens[0].etapa, 'Impressão 3D');
-  assert.is(ok('pedidos', 'set-item-etapa', '--conta', conta.contaId, '--item', item0.id, '--etapa', 'none').itens[0].etapa, null);
-  assert.is(ok('pedidos', 'set-situacao', '--conta', conta.contaId, '--pedido', pedido.id, '--situacao', 'em_producao').situacao, 'em_producao');
-  assert.is(ok('pedidos', 'set-item-situacao', '--conta', conta.contaId, '--item', item1.id, '--situacao', 'retirado').itens[1].situacao, 'retirado');
-  assert.is(ops('pedidos', 'set-item-situacao', '--conta', conta.contaId, '--item', item1.id, '--situacao', 'ativo').code, 1);
-  assert.is(ok('pedidos', 'set-pagamento', '--conta', conta.contaId, '--pedido', pedido.id, '--pagamento', 'sinal_pago').pagamento_situacao, 'sinal_pago');
-  assert.is(ops('pedidos', 'set-pagamento', '--conta', conta.contaId, '--pedido', pedido.id, '--pagamento', 'nao_pago').code, 1);
-  const finalizado = ok('pedidos', 'set-situacao', '--conta', conta.contaId, '--pedido', pedido.id, '--situacao', 'finalizado');
+  assert.is((await ok('pedidos', 'set-item-etapa', '--conta', conta.contaId, '--item', item0.id, '--etapa', 'none')).itens[0].etapa, null);
+  assert.is((await ok('pedidos', 'set-situacao', '--conta', conta.contaId, '--pedido', pedido.id, '--situacao', 'em_producao')).situacao, 'em_producao');
+  assert.is((await ok('pedidos', 'set-item-situacao', '--conta', conta.contaId, '--item', item1.id, '--situacao', 'retirado')).itens[1].situacao, 'retirado');
+  assert.is((await ops('pedidos', 'set-item-situacao', '--conta', conta.contaId, '--item', item1.id, '--situacao', 'ativo')).code, 1);
+  assert.is((await ok('pedidos', 'set-pagamento', '--conta', conta.contaId, '--pedido', pedido.id, '--pagamento', 'sinal_pago')).pagamento_situacao, 'sinal_pago');
+  assert.is((await ops('pedidos', 'set-pagamento', '--conta', conta.contaId, '--pedido', pedido.id, '--pagamento', 'nao_pago')).code, 1);
+  const finalizado = await ok('pedidos', 'set-situacao', '--conta', conta.contaId, '--pedido', pedido.id, '--situacao', 'finalizado');
   assert.ok(finalizado.finalizado_em);
   assert.equal((await eventosDe(app.db.pool, conta.contaId, pedido.id)).map((e) => `${e.tipo}${e.dados.origem ? `:${e.dados.origem.via}` : ''}`), [
     'pedido_producao.criado', 'pedido_producao.situacao_mudou:tela', 'pedido_producao.situacao_mudou:tela', 'pedido_producao.concluido',
   ]);
-  assert.is(ops('pedidos', 'show', '--conta', conta.contaId, '--pedido', crypto.randomUUID()).code, 64);
+  assert.is((await ops('pedidos', 'show', '--conta', conta.contaId, '--pedido', crypto.randomUUID())).code, 64);
 });
 
 test('refuse, cancel, the expiry routine on demand, and anonymization', async () => {
   const itens = JSON.stringify([{ tipo: 'avulso', nome: 'x', quantidade: 1, preco_unitario_centavos: 100 }]);
-  const nova = (nome: string) => ok('cotacoes', 'create', '--conta', conta.contaId, '--cliente-nome', nome, '--itens', itens).id as string;
-  const recusada = nova('Recusa');
-  ok('cotacoes', 'send', '--conta', conta.contaId, '--cotacao', recusada);
-  assert.is(ok('cotacoes', 'refuse', '--conta', conta.contaId, '--cotacao', recusada).status, 'recusada');
-  const cancelada = nova('Cancela');
-  assert.is(ok('cotacoes', 'cancel', '--conta', conta.contaId, '--cotacao', cancelada).status, 'cancelada');
-  const vencida = nova('Vence');
-  ok('cotacoes', 'send', '--conta', conta.contaId, '--cotacao', vencida);
+  const nova = async (nome: string) => (await ok('cotacoes', 'create', '--conta', conta.contaId, '--cliente-nome', nome, '--itens', itens)).id as string;
+  const recusada = await nova('Recusa');
+  await ok('cotacoes', 'send', '--conta', conta.contaId, '--cotacao', recusada);
+  assert.is((await ok('cotacoes', 'refuse', '--conta', conta.contaId, '--cotacao', recusada)).status, 'recusada');
+  const cancelada = await nova('Cancela');
+  assert.is((await ok('cotacoes', 'cancel', '--conta', conta.contaId, '--cotacao', cancelada)).status, 'cancelada');
+  const vencida = await nova('Vence');
+  await ok('cotacoes', 'send', '--conta', conta.contaId, '--cotacao', vencida);
   await app.db.pool.query(sql.unsafe`UPDATE cotacoes SET validade = current_date - 3 WHERE id = ${vencida}`);
-  assert.equal(ok('cotacoes', 'expire', '--conta', conta.contaId), { expiradas: 1 });
+  assert.equal(await ok('cotacoes', 'expire', '--conta', conta.contaId), { expiradas: 1 });
   assert.equal(vias(await eventosDe(app.db.pool, conta.contaId, vencida)), ['rascunho→enviada:tela', 'enviada→expirada:rotina']);
   assert.equal(vias(await eventosDe(app.db.pool, conta.contaId, recusada)), ['rascunho→enviada:tela', 'enviada→recusada:tela']);
   assert.is((await eventosDe(app.db.pool, conta.contaId, recusada)).filter((e) => e.tipo === 'cotacao.recusada').length, 1);
 
-  const feito = ok('clientes', 'anonymize', '--conta', conta.contaId, '--nome', 'Vence');
+  const feito = await ok('clientes', 'anonymize', '--conta', conta.contaId, '--nome', 'Vence');
   assert.is(feito.cotacoes.length, 1);
-  assert.is(ok('cotacoes', 'show', '--conta', conta.contaId, '--cotacao', vencida).cliente_nome, null);
-  const semAlvo = ops('clientes', 'anonymize', '--conta', conta.contaId);
+  assert.is((await ok('cotacoes', 'show', '--conta', conta.contaId, '--cotacao', vencida)).cliente_nome, null);
+  const semAlvo = await ops('clientes', 'anonymize', '--conta', conta.contaId);
   assert.is(semAlvo.code, 64);
   assert.match(semAlvo.stderr, '--email');
-  assert.is(ops('cotacoes', 'open-link', '--token', 'nao-existe').code, 64);
+  assert.is((await ops('cotacoes', 'open-link', '--token', 'nao-existe')).code, 64);
 });
 
 test.run();
