@@ -9,6 +9,7 @@ import { criarCanalDeTeste, criarProdutoCompleto, semLimites, type ProdutoFixtur
 import { eventos, levarA, novaCotacao } from './helpers/cotacoes.ts';
 import { addKey, createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
+import { cobrado, lerUso, planoMedidor, settled } from './helpers/uso.ts';
 
 const test = suite('quotations over the API');
 let app: TestApp;
@@ -257,6 +258,35 @@ test('Idempotency-Key: a repeated creation returns the same quotation, replayed,
   const without = await post('/cotacoes', body);
   const without2 = await post('/cotacoes', body);
   assert.is.not(without.body.id, without2.body.id, 'without a key every call creates');
+});
+
+test('costs: a creation 5, a status change 2, a read 1, a list with two filters 3, a repetition or a 304 nothing in the month', async () => {
+  const medidor = await createAccount(app.db.pool, { plano: await planoMedidor(app.db.pool) });
+  const medir = async (call: () => Promise<{ status: number; headers: Headers }>) => {
+    await settled();
+    const antes = await lerUso(app.db.pool, medidor.contaId, medidor.chaveId);
+    const res = await call();
+    await settled();
+    return { status: res.status, etag: res.headers.get('etag'), ...cobrado(antes, await lerUso(app.db.pool, medidor.contaId, medidor.chaveId)) };
+  };
+  await get('/saude', medidor.token);
+  const body = { cliente_nome: 'Custo', itens: [{ tipo: 'avulso', nome: 'x', quantidade: 1, preco_unitario_centavos: 1 }] };
+  let id = '';
+  const criar = await medir(async () => {
+    const res = await post('/cotacoes', body, medidor.token, { 'idempotency-key': 'custo-1' });
+    id = res.body.id;
+    return res;
+  });
+  assert.equal([criar.status, criar.mes, criar.rajada], [201, 5, 5]);
+  assert.equal((await medir(() => post('/cotacoes', body, medidor.token, { 'idempotency-key': 'custo-1' }))).mes, 0);
+  assert.equal([(await medir(() => post(`/cotacoes/${id}/status`, { status: 'enviada' }, medidor.token))).mes], [2]);
+  const ler = await medir(() => get(`/cotacoes/${id}`, medidor.token));
+  assert.equal([ler.status, ler.mes], [200, 1]);
+  const naoMudou = await medir(() => get(`/cotacoes/${id}`, medidor.token, { 'if-none-match': ler.etag ?? '' }));
+  assert.equal([naoMudou.status, naoMudou.mes, naoMudou.rajada], [304, 0, 1]);
+  assert.is((await medir(() => get('/cotacoes?status=enviada', medidor.token))).mes, 1);
+  assert.is((await medir(() => get('/cotacoes?status=enviada&criado_desde=2020-01-01T00:00:00Z', medidor.token))).mes, 3);
+  assert.is((await medir(() => get('/cotacoes?limite=26', medidor.token))).mes, 3);
 });
 
 test.run();

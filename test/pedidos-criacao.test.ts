@@ -10,6 +10,7 @@ import { criarProdutoCompleto, semLimites, type ProdutoFixture } from './helpers
 import { cotacaoAprovada, eventos, eventosDe, levarA, novaCotacao } from './helpers/cotacoes.ts';
 import { addKey, createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
+import { cobrado, lerUso, planoMedidor, settled } from './helpers/uso.ts';
 
 const test = suite('production orders: creation');
 let app: TestApp;
@@ -203,6 +204,20 @@ test('Idempotency-Key: the repetition answers the same order, replayed, and crea
   assert.ok(concorrentes.every((r) => r.status === 201 || r.status === 409), concorrentes.map((r) => r.status).join());
   const criados = await app.db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM pedido_itens WHERE conta_id = ${conta.contaId} AND nome = 'Concorrente'`);
   assert.is(criados, 1);
+});
+
+test('a creation costs 5 units, its idempotent repetition nothing in the month', async () => {
+  const medidor = await createAccount(app.db.pool, { plano: await planoMedidor(app.db.pool) });
+  await request(`${app.baseUrl}/saude`, { token: medidor.token });
+  const body = { tipo: 'estoque', itens: [{ tipo: 'avulso', nome: 'x', quantidade: 1 }] };
+  for (const [esperado, mes] of [[201, 5], [201, 0]] as const) {
+    await settled();
+    const antes = await lerUso(app.db.pool, medidor.contaId, medidor.chaveId);
+    const res = await post(body, medidor.token, { 'idempotency-key': 'custo-op' });
+    await settled();
+    const custo = cobrado(antes, await lerUso(app.db.pool, medidor.contaId, medidor.chaveId));
+    assert.equal([res.status, custo.mes, custo.rajada], [esperado, mes, mes === 5 ? 5 : 1]);
+  }
 });
 
 test.run();
