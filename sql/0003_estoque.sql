@@ -35,10 +35,12 @@ CREATE TABLE estoque_saldos (
   FOREIGN KEY (conta_id, local_id) REFERENCES locais (conta_id, id),
   FOREIGN KEY (conta_id, produto_id, variacao_id) REFERENCES variacoes (conta_id, produto_id, id),
   FOREIGN KEY (conta_id, variacao_id, parte_id) REFERENCES partes (conta_id, variacao_id, id)
-);
+)
+-- A movement changes only saldo and atualizado_em, neither indexed, so with room left on the page
+-- the update is HOT: no index is touched on the hottest write of the service.
+WITH (fillfactor = 80);
 CREATE INDEX estoque_saldos_variacao ON estoque_saldos (conta_id, variacao_id);
 CREATE INDEX estoque_saldos_produto ON estoque_saldos (conta_id, produto_id);
-CREATE INDEX estoque_saldos_atualizado ON estoque_saldos (conta_id, atualizado_em, id);
 CREATE TRIGGER estoque_saldos_touch BEFORE UPDATE ON estoque_saldos
   FOR EACH ROW EXECUTE FUNCTION touch_row();
 

@@ -1,6 +1,6 @@
 -- A stock movement of finished parts (contract §4.2) in one round trip: check the references and
--- the variation's minimum and multiple, lock the balance row (creating it at 0 on a first entry),
--- move it and record the movement. The movement's insert fires estoque.movimentado
+-- the variation's minimum and multiple, move the balance under its row lock (creating it on a first
+-- entry) and record the movement. The movement's insert fires estoque.movimentado
 -- (0040_eventos_catalogo_estoque.sql), so balance, movement and event commit together.
 --
 -- A refusal is returned, not raised: recusa names the 422 motivo and nothing was written, so the
@@ -52,20 +52,14 @@ BEGIN
   END IF;
 
   -- Another account's variation, part or location looks exactly like a missing one.
-  SELECT produto_id, quantidade_minima, multiplo INTO v_produto_id, v_minima, v_multiplo
-    FROM variacoes WHERE conta_id = p_conta_id AND id = p_variacao_id;
-  IF NOT FOUND
-     OR (p_parte_id IS NOT NULL AND NOT EXISTS (
-          SELECT 1 FROM partes WHERE conta_id = p_conta_id AND variacao_id = p_variacao_id AND id = p_parte_id)) THEN
-    r.recusa := 'referencia_invalida';
-    RETURN r;
-  END IF;
-  IF p_local_id IS NULL THEN
-    SELECT id INTO r.local_id FROM locais WHERE conta_id = p_conta_id AND tipo = 'proprio';
-  ELSE
-    SELECT id INTO r.local_id FROM locais WHERE conta_id = p_conta_id AND id = p_local_id;
-  END IF;
-  IF r.local_id IS NULL THEN
+  SELECT v.produto_id, v.quantidade_minima, v.multiplo, l.id INTO v_produto_id, v_minima, v_multiplo, r.local_id
+    FROM variacoes v
+    JOIN locais l ON l.conta_id = v.conta_id
+     AND l.id = coalesce(p_local_id, (SELECT id FROM locais WHERE conta_id = p_conta_id AND tipo = 'proprio'))
+   WHERE v.conta_id = p_conta_id AND v.id = p_variacao_id
+     AND (p_parte_id IS NULL OR EXISTS (
+          SELECT 1 FROM partes WHERE conta_id = p_conta_id AND variacao_id = p_variacao_id AND id = p_parte_id));
+  IF NOT FOUND THEN
     r.recusa := 'referencia_invalida';
     RETURN r;
   END IF;
@@ -84,19 +78,35 @@ BEGIN
     END IF;
   END IF;
 
-  -- The row lock serializes movements of one balance: each sees the balance the previous one left.
-  SELECT id, saldo INTO v_saldo_id, r.saldo_antes
-    FROM estoque_saldos
-   WHERE conta_id = p_conta_id AND local_id = r.local_id AND variacao_id = p_variacao_id
-     AND parte_id IS NOT DISTINCT FROM p_parte_id
-     FOR UPDATE;
-  IF NOT FOUND THEN
-    IF p_tipo = 'saida' THEN
+  -- Each branch moves the balance in one statement that takes its row lock, so concurrent
+  -- movements of one balance queue there and each sees the balance the previous one left
+  -- (READ COMMITTED re-checks saldo >= quantidade on the newest version after the wait).
+  IF p_tipo = 'saida' THEN
+    UPDATE estoque_saldos SET saldo = saldo - p_quantidade
+     WHERE conta_id = p_conta_id AND local_id = r.local_id AND variacao_id = p_variacao_id
+       AND parte_id IS NOT DISTINCT FROM p_parte_id AND saldo >= p_quantidade
+    RETURNING saldo INTO r.saldo_depois;
+    IF NOT FOUND THEN
+      -- Only for the refusal's text: the balance as it stands (0 when there never was one).
+      SELECT saldo INTO r.limite FROM estoque_saldos
+       WHERE conta_id = p_conta_id AND local_id = r.local_id AND variacao_id = p_variacao_id
+         AND parte_id IS NOT DISTINCT FROM p_parte_id;
       r.recusa := 'saldo_insuficiente';
-      r.limite := 0;
+      r.limite := coalesce(r.limite, 0);
       RETURN r;
     END IF;
-    -- A concurrent first movement may create the row first; then lock theirs.
+    r.quantidade := p_quantidade;
+    r.saldo_antes := r.saldo_depois + p_quantidade;
+  ELSIF p_tipo = 'entrada' THEN
+    -- The first entry creates the balance; a concurrent first entry turns into an update.
+    INSERT INTO estoque_saldos AS s (conta_id, local_id, produto_id, variacao_id, parte_id, saldo)
+    VALUES (p_conta_id, r.local_id, v_produto_id, p_variacao_id, p_parte_id, p_quantidade)
+    ON CONFLICT (conta_id, local_id, variacao_id, parte_id) DO UPDATE SET saldo = s.saldo + excluded.saldo
+    RETURNING s.saldo INTO r.saldo_depois;
+    r.quantidade := p_quantidade;
+    r.saldo_antes := r.saldo_depois - p_quantidade;
+  ELSE
+    -- An adjustment needs the balance before it: lock the row (creating it at 0 if new) first.
     INSERT INTO estoque_saldos (conta_id, local_id, produto_id, variacao_id, parte_id, saldo)
     VALUES (p_conta_id, r.local_id, v_produto_id, p_variacao_id, p_parte_id, 0)
     ON CONFLICT DO NOTHING;
@@ -105,26 +115,11 @@ BEGIN
      WHERE conta_id = p_conta_id AND local_id = r.local_id AND variacao_id = p_variacao_id
        AND parte_id IS NOT DISTINCT FROM p_parte_id
        FOR UPDATE;
-  END IF;
-
-  IF p_tipo = 'entrada' THEN
-    r.quantidade := p_quantidade;
-    r.saldo_depois := r.saldo_antes + p_quantidade;
-  ELSIF p_tipo = 'saida' THEN
-    IF r.saldo_antes < p_quantidade THEN
-      r.recusa := 'saldo_insuficiente';
-      r.limite := r.saldo_antes;
-      r.saldo_antes := NULL;
-      RETURN r;
-    END IF;
-    r.quantidade := p_quantidade;
-    r.saldo_depois := r.saldo_antes - p_quantidade;
-  ELSE
     r.quantidade := p_contado - r.saldo_antes;
     r.saldo_depois := p_contado;
+    UPDATE estoque_saldos SET saldo = p_contado WHERE conta_id = p_conta_id AND id = v_saldo_id;
   END IF;
 
-  UPDATE estoque_saldos SET saldo = r.saldo_depois WHERE conta_id = p_conta_id AND id = v_saldo_id;
   -- criado_em is taken under the lock (not the transaction's start), so the movements of a balance
   -- ordered by criado_em chain saldo_depois to the next saldo_antes.
   INSERT INTO estoque_movimentos (conta_id, local_id, variacao_id, parte_id, tipo, quantidade, saldo_antes,
