@@ -36,6 +36,10 @@ export async function startWeb(
   const deps: Deps = { pool, config, log, breaker, limits, jobs: scheduler(boss) };
   const requestLog = new RequestLog(pool, log, config.REQUEST_LOG_FLUSH_MS);
   const api = createApiServer(deps, requestLog, table);
+  // Idle keep-alive connections outlive a load balancer's (typically 60 s), so it never sends a
+  // request on a socket this server is closing.
+  api.server.server.keepAliveTimeout = 65_000;
+  api.server.server.headersTimeout = 66_000;
   await new Promise<void>((resolve) => api.server.listen(config.PORT, config.HOST, resolve));
   const port = (api.server.address() as AddressInfo).port;
   log.info({ port, baseUrl: config.baseUrl }, 'web listening');

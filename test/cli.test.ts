@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -12,29 +12,31 @@ test.before(async () => {
 });
 test.after(async () => app.stop());
 
-function ops(...args: string[]): { code: number | null; json: any; stderr: string } {
-  const result = spawnSync(process.execPath, ['ops/cli.ts', ...args], {
-    env: { PATH: process.env.PATH, DATABASE_URL: app.db.url },
-    encoding: 'utf8',
-    timeout: 30_000,
+// Asynchronous, so the server in this process keeps serving (and closing idle sockets) meanwhile.
+function ops(...args: string[]): Promise<{ code: number | null; json: any; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['ops/cli.ts', ...args], { env: { PATH: process.env.PATH, DATABASE_URL: app.db.url }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        let json: unknown = null;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          json = null;
+        }
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, json, stderr });
+      });
   });
-  let json: unknown = null;
-  try {
-    json = JSON.parse(result.stdout);
-  } catch {
-    json = null;
-  }
-  return { code: result.status, json, stderr: result.stderr };
 }
 
 test('creates an account, a user and a key whose token works once shown', async () => {
-  const conta = ops('contas', 'create', '--nome', 'Farm do CLI', '--plano', 'bancada');
+  const conta = await ops('contas', 'create', '--nome', 'Farm do CLI', '--plano', 'bancada');
   assert.is(conta.code, 0, conta.stderr);
   assert.is(conta.json.plano_id, 'bancada');
-  const usuario = ops('usuarios', 'add', '--conta', conta.json.id, '--nome', 'Op', '--email', 'op@cli.invalid', '--permissoes', 'producao.ver,cotacoes.ver');
+  const usuario = await ops('usuarios', 'add', '--conta', conta.json.id, '--nome', 'Op', '--email', 'op@cli.invalid', '--permissoes', 'producao.ver,cotacoes.ver');
   assert.is(usuario.code, 0, usuario.stderr);
   assert.equal(usuario.json.permissoes, ['producao.ver', 'cotacoes.ver']);
-  const chave = ops('chaves', 'create', '--conta', conta.json.id, '--usuario', usuario.json.id, '--nome', 'integração', '--escopos', 'pedidos:ler');
+  const chave = await ops('chaves', 'create', '--conta', conta.json.id, '--usuario', usuario.json.id, '--nome', 'integração', '--escopos', 'pedidos:ler');
   assert.is(chave.code, 0, chave.stderr);
   assert.match(chave.json.token, /^chv_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{43}$/);
   assert.is(chave.json.prefixo, chave.json.token.slice(4, 12));
@@ -43,42 +45,42 @@ test('creates an account, a user and a key whose token works once shown', async 
   assert.is(res.status, 200);
   assert.is(res.body.chave.id, chave.json.id);
 
-  const listed = ops('chaves', 'list', '--conta', conta.json.id);
+  const listed = await ops('chaves', 'list', '--conta', conta.json.id);
   assert.is(listed.code, 0);
   assert.not.match(JSON.stringify(listed.json), chave.json.token.slice(13), 'the token is never shown again');
 
-  const revoked = ops('chaves', 'revoke', '--conta', conta.json.id, '--chave', chave.json.id);
+  const revoked = await ops('chaves', 'revoke', '--conta', conta.json.id, '--chave', chave.json.id);
   assert.is(revoked.code, 0, revoked.stderr);
   assert.ok(revoked.json.revogada_em);
   assert.is((await request(`${app.baseUrl}/conta`, { token: chave.json.token })).status, 401);
 });
 
-test('refuses a key beyond the plan with a clear error', () => {
-  const conta = ops('contas', 'create', '--nome', 'Limite', '--plano', 'bancada');
-  const usuario = ops('usuarios', 'add', '--conta', conta.json.id, '--nome', 'Op', '--email', 'lim@cli.invalid');
+test('refuses a key beyond the plan with a clear error', async () => {
+  const conta = await ops('contas', 'create', '--nome', 'Limite', '--plano', 'bancada');
+  const usuario = await ops('usuarios', 'add', '--conta', conta.json.id, '--nome', 'Op', '--email', 'lim@cli.invalid');
   for (let i = 0; i < 2; i++) {
-    assert.is(ops('chaves', 'create', '--conta', conta.json.id, '--usuario', usuario.json.id, '--nome', `k${i}`).code, 0);
+    assert.is((await ops('chaves', 'create', '--conta', conta.json.id, '--usuario', usuario.json.id, '--nome', `k${i}`)).code, 0);
   }
-  const third = ops('chaves', 'create', '--conta', conta.json.id, '--usuario', usuario.json.id, '--nome', 'k3');
+  const third = await ops('chaves', 'create', '--conta', conta.json.id, '--usuario', usuario.json.id, '--nome', 'k3');
   assert.is(third.code, 1);
   assert.match(third.stderr, 'the plan allows 2 active API keys');
 });
 
-test('rejects bad options naming them, and unknown commands', () => {
-  const bad = ops('usuarios', 'add', '--conta', 'nope', '--nome', 'x', '--email', 'x@y.z', '--permissoes', 'voar');
+test('rejects bad options naming them, and unknown commands', async () => {
+  const bad = await ops('usuarios', 'add', '--conta', 'nope', '--nome', 'x', '--email', 'x@y.z', '--permissoes', 'voar');
   assert.is(bad.code, 64);
   assert.match(bad.stderr, '--conta');
   assert.match(bad.stderr, '--permissoes');
-  const unknown = ops('naves', 'launch');
+  const unknown = await ops('naves', 'launch');
   assert.is(unknown.code, 64);
   assert.match(unknown.stderr, 'unknown command');
 });
 
 test('loads the demo data once and prints a working key each time', async () => {
-  const first = ops('demo', 'load');
+  const first = await ops('demo', 'load');
   assert.is(first.code, 0, first.stderr);
   assert.is(first.json.loaded, true);
-  const second = ops('demo', 'load');
+  const second = await ops('demo', 'load');
   assert.is(second.json.loaded, false);
   for (const token of [first.json.token, second.json.token]) assert.match(token, /^chv_/);
   assert.is((await request(`${app.baseUrl}/saude`, { token: second.json.token })).status, 200);
