@@ -19,22 +19,28 @@ export type Finished = { job: Job<DeliveryJob>; result: DeliveryResult | null; f
 export type Recorder = { record(entry: Finished): Promise<void>; drain(): Promise<void> };
 
 const MAX_BATCH = 500;
+// Two batches may be written at once: they touch different deliveries and jobs, and the database
+// has more than one core. A deadlock on a shared endpoint row is retried like any failure.
+const PARALLEL = 2;
 const RETRIES = [100, 500, 2_000];
 
 export function startRecorder(deps: { pool: Pool; boss: PgBoss; log: Logger }): Recorder {
-  let queue: (Finished & { done: () => void })[] = [];
-  let running: Promise<void> | null = null;
+  const queue: (Finished & { done: () => void })[] = [];
+  let writing = 0;
+  let scheduled = false;
+  const idle: (() => void)[] = [];
 
-  async function run(): Promise<void> {
-    // Outcomes finishing in the same turn of the event loop share a transaction.
-    await new Promise((resolve) => setImmediate(resolve));
-    while (queue.length > 0) {
-      const batch = queue.slice(0, MAX_BATCH);
-      queue = queue.slice(MAX_BATCH);
-      await writeWithRetries(batch);
-      for (const entry of batch) entry.done();
+  function pump(): void {
+    while (queue.length > 0 && writing < PARALLEL) {
+      const batch = queue.splice(0, MAX_BATCH);
+      writing++;
+      void writeWithRetries(batch).then(() => {
+        writing--;
+        for (const entry of batch) entry.done();
+        pump();
+      });
     }
-    running = null;
+    if (queue.length === 0 && writing === 0) idle.splice(0).forEach((resolve) => resolve());
   }
 
   async function writeWithRetries(batch: Finished[]): Promise<void> {
@@ -94,11 +100,19 @@ export function startRecorder(deps: { pool: Pool; boss: PgBoss; log: Logger }): 
     record(entry) {
       return new Promise<void>((done) => {
         queue.push({ ...entry, done });
-        running ??= run();
+        // Outcomes finishing in the same turn of the event loop share a transaction.
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(() => {
+            scheduled = false;
+            pump();
+          });
+        }
       });
     },
-    async drain() {
-      while (running) await running;
+    drain() {
+      if (queue.length === 0 && writing === 0 && !scheduled) return Promise.resolve();
+      return new Promise<void>((resolve) => idle.push(resolve));
     },
   };
 }
