@@ -125,9 +125,9 @@ CREATE INDEX deliveries_enqueued ON deliveries (next_attempt_at)
 CREATE INDEX deliveries_failed ON deliveries (completed_at) WHERE status = 'failed';
 CREATE INDEX deliveries_endpoint ON deliveries (conta_id, endpoint_id, created_at);
 
+-- One row per HTTP attempt, numbered from 1 within its delivery.
 CREATE TABLE delivery_attempts (
   conta_id uuid NOT NULL,
-  id uuid NOT NULL DEFAULT gen_random_uuid(),
   delivery_id uuid NOT NULL,
   attempt int NOT NULL CHECK (attempt >= 1),
   started_at timestamptz NOT NULL,
@@ -136,8 +136,7 @@ CREATE TABLE delivery_attempts (
   response_status int CHECK (response_status BETWEEN 100 AND 599),
   response_body text CHECK (octet_length(response_body) <= 4096),
   error text CHECK (length(error) <= 1000),
-  PRIMARY KEY (conta_id, id),
-  UNIQUE (conta_id, delivery_id, attempt),
+  PRIMARY KEY (conta_id, delivery_id, attempt),
   FOREIGN KEY (conta_id, delivery_id) REFERENCES deliveries (conta_id, id) ON DELETE CASCADE
 );
 CREATE INDEX delivery_attempts_started ON delivery_attempts (started_at);
