@@ -79,12 +79,12 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
       else {
         granted.set(row.conta_id, (granted.get(row.conta_id) ?? 0) - 1);
         const limit = endpointLimit(row.endpoint_id);
+        const attempt = limit(() => inFlight(() => attemptDelivery(row, http, config.baseUrl))).finally(() => {
+          if (limit.activeCount === 0 && limit.pendingCount === 0) perEndpoint.delete(row.endpoint_id);
+        });
         pending.push(
-          limit(() => inFlight(() => attemptDelivery(row, http, config.baseUrl))).then(
-            (result) => {
-              if (limit.activeCount === 0 && limit.pendingCount === 0) perEndpoint.delete(row.endpoint_id);
-              return finish(job, result, row);
-            },
+          attempt.then(
+            (result) => finish(job, result, row),
             (error: unknown) => {
               // Not completed: the job expires and runs again.
               log.error({ err: error, delivery: row.id }, 'webhook attempt crashed');

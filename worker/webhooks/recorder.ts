@@ -71,18 +71,20 @@ export function startRecorder(deps: { pool: Pool; boss: PgBoss; log: Logger }): 
 
   async function updateEndpoints(tx: Tx, entries: Finished[]): Promise<void> {
     const attempts = entries.filter((e) => e.result?.kind === 'attempt');
-    const ok = new Map<string, { contaId: string; endpointId: string; failing: boolean }>();
+    const ok = new Map<string, { contaId: string; endpointId: string }>();
     for (const e of attempts) {
       if (e.result?.status !== 'succeeded') continue;
-      ok.set(e.result.endpointId, { contaId: e.result.contaId, endpointId: e.result.endpointId, failing: e.failingSince !== null });
+      ok.set(e.result.endpointId, { contaId: e.result.contaId, endpointId: e.result.endpointId });
     }
     const failing = new Map<string, { contaId: string; endpointId: string; since: Date; failingSince: string | null }>();
     const disable: { contaId: string; endpointId: string; motivo: MotivoDesativacao }[] = [];
     const limit = clock.nowMs() - FAILING_DAYS_BEFORE_DISABLE * 86_400_000;
     for (const e of attempts) {
       const r = e.result;
-      if (!r || r.status === 'succeeded' || ok.has(r.endpointId)) continue;
+      if (!r || r.status === 'succeeded') continue;
+      // A 410 disables the endpoint whatever else happened in this batch.
       if (r.disable) disable.push({ contaId: r.contaId, endpointId: r.endpointId, motivo: r.disable });
+      if (ok.has(r.endpointId)) continue;
       const seen = failing.get(r.endpointId);
       const since = r.attempt?.startedAt ?? clock.now();
       if (!seen || since < seen.since) failing.set(r.endpointId, { contaId: r.contaId, endpointId: r.endpointId, since, failingSince: e.failingSince });
@@ -90,7 +92,9 @@ export function startRecorder(deps: { pool: Pool; boss: PgBoss; log: Logger }): 
     for (const f of failing.values()) {
       if (f.failingSince && Date.parse(f.failingSince) <= limit) disable.push({ ...f, motivo: 'falhas_5_dias' });
     }
-    await markEndpointsHealthy(tx, [...ok.values()].filter((e) => e.failing));
+    // Every success is passed on (the statement only touches endpoints with a run of failures):
+    // a run started by a concurrent batch after this delivery was loaded must end too.
+    await markEndpointsHealthy(tx, [...ok.values()]);
     await markEndpointsFailing(tx, [...failing.values()].filter((f) => f.failingSince === null));
     const disabled = await desativarEndpoints(tx, disable);
     for (const e of disabled) deps.log.warn({ endpoint: e.id, conta: e.conta_id, motivo: e.desativado_motivo }, 'webhook endpoint disabled');
