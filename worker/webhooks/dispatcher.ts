@@ -11,7 +11,7 @@ import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { attemptDelivery } from './attempt.ts';
 import type { WebhookHttp } from './http.ts';
-import { CHANNEL_JOBS, DELIVERY_QUEUE, ensureDeliveryQueue, type DeliveryJob } from './queue.ts';
+import { CHANNEL_JOBS, DELIVERY_QUEUE, ensureDeliveryQueue, heldJobs, type DeliveryJob } from './queue.ts';
 import type { Recorder } from './recorder.ts';
 import { Signal } from './signal.ts';
 
@@ -21,8 +21,7 @@ export type Dispatcher = { wake(): void; stop(): Promise<void> };
 
 export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: WebhookHttp, recorder: Recorder): Dispatcher {
   const { pool, boss, config, log } = deps;
-  // Jobs held at once: twice the requests in flight, so the next ones are ready when one ends.
-  const capacity = 2 * config.WEBHOOK_CONCURRENCY;
+  const capacity = heldJobs(config);
   const minFetch = Math.max(1, Math.floor(capacity / 8));
   const inFlight = pLimit(config.WEBHOOK_CONCURRENCY);
   const perEndpoint = new Map<string, LimitFunction>();

@@ -15,13 +15,21 @@ export { CHANNEL_DUE, CHANNEL_JOBS } from '../../shared/db/outbox.ts';
 export type DeliveryJob = { c: string; d: string };
 
 /**
- * A job is active from fetch until its outcome is recorded. It may wait behind its endpoint's
- * concurrency limit, so expiry allows for a worker full of one slow endpoint's deliveries; only a
- * dead worker's jobs should ever expire (and then run again, with the same webhook-id).
+ * Jobs a worker holds at once, from fetch until their outcome is recorded: four times the requests
+ * in flight, so the next ones are ready when one ends and outcomes are written in large batches
+ * (measured: 2× held drained about 20 % fewer deliveries per second).
+ */
+export function heldJobs(config: Config): number {
+  return 4 * config.WEBHOOK_CONCURRENCY;
+}
+
+/**
+ * A held job may wait behind its endpoint's concurrency limit, so expiry allows for a worker full
+ * of one slow endpoint's deliveries; only a dead worker's jobs should ever expire (and then run
+ * again, with the same webhook-id).
  */
 export function deliveryQueueOptions(config: Config) {
-  const held = 2 * config.WEBHOOK_CONCURRENCY;
-  const rounds = Math.ceil(held / config.WEBHOOK_CONCURRENCY_PER_ENDPOINT);
+  const rounds = Math.ceil(heldJobs(config) / config.WEBHOOK_CONCURRENCY_PER_ENDPOINT);
   return {
     expireInSeconds: Math.min(3_600, rounds * Math.ceil(config.WEBHOOK_TIMEOUT_MS / 1000) + 60),
     // A job fails only when its worker dies; retried at once by whoever fetches next.
