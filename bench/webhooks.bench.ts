@@ -165,7 +165,9 @@ try {
 ${ACCOUNTS} accounts with one endpoint each, on a local receiver (Node http, answers 204, verifies
 every signature with \`standardwebhooks\`: ${badSignatures} bad). One worker process
 (\`node worker/main.ts\`, default WEBHOOK_CONCURRENCY 100 / 10 per endpoint); emitter and receiver in
-the bench process; PostgreSQL ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded (default settings, fsync on)'}; all on the same machine.
+the bench process; PostgreSQL ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded (default settings, fsync on)'}; all on the same machine, so
+the figures move with whatever else runs on it: the pg-boss-alone rows of the same run show how
+loaded it was.
 
 | run | figure | target |
 | --- | ---: | ---: |
