@@ -89,6 +89,17 @@ test('materials and channels of another account never appear', async () => {
   assert.equal(canais.body.dados.map((c: { nome: string }) => c.nome), ['Canal próprio']);
 });
 
+test('a channel shows every field', async () => {
+  const nova = await createAccount(app.db.pool);
+  const { id } = await criarCanal(app.db.pool, nova.contaId, { nome: 'Marketplace X', tipo: 'marketplace', taxaPercentualBps: 1650, ativo: false });
+  const res = await get('/canais', nova.token);
+  assert.is(res.status, 200);
+  const { criado_em, atualizado_em, ...resto } = res.body.dados[0];
+  assert.equal(resto, { id, nome: 'Marketplace X', tipo: 'marketplace', taxa_percentual_bps: 1650, ativo: false });
+  assert.match(criado_em, /^\d{4}-\d{2}-\d{2}T/);
+  assert.ok(atualizado_em >= criado_em);
+});
+
 test('materials page with cursors and reject unknown parameters', async () => {
   const first = await get('/insumos/materiais?limite=1');
   assert.is(first.body.dados.length, 1);
