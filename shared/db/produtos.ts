@@ -1,10 +1,10 @@
 // Reading products with their variations, parts and price tiers per channel (DESIGN §9). One
 // query per page: the nested arrays are built by PostgreSQL (json_agg in lateral subqueries),
 // so a page of 100 products is one round trip, not one per product.
+import type { FragmentSqlToken, ListSqlToken } from 'slonik';
 import { z } from 'zod';
 import { pageClauses, type SortColumn } from './paging.ts';
 import { sql, type Db } from './pool.ts';
-import type { FragmentSqlToken, ListSqlToken } from 'slonik';
 
 export const Faixa = z.object({ a_partir_de: z.number().int(), preco_centavos: z.number().int() });
 export const PrecoCanal = z.object({ canal_id: z.string(), faixas: z.array(Faixa) });
