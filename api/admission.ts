@@ -46,20 +46,27 @@ export async function admit(deps: AdmissionDeps, authorization: string | undefin
   const token = tokenDoCabecalho(authorization);
   if (!token) return refused(naoAutenticado(), null, {});
   const classe = minuteClass(cost);
-  const releases = deps.limits.takeReleases();
+  const hash = hashToken(token);
+  const hashHex = hash.toString('hex');
+  const contaHint = deps.limits.accountOfToken(hashHex);
+  const releases = contaHint ? deps.limits.takeReleases(contaHint) : [];
   let row: AdmissionRow;
   try {
     row = await deps.breaker.run(() =>
       deps.pool.one(sql.type(AdmissionRow)`
-        SELECT * FROM api_admit(${sql.binary(hashToken(token))}, ${route.scope}, ${route.permission}, ${cost.units},
+        SELECT * FROM api_admit(${sql.binary(hash)}, ${route.scope}, ${route.permission}, ${cost.units},
                                 ${classe}, ${deps.limits.holder}, ${sql.array(releases, 'uuid')})`),
     );
   } catch (error) {
-    deps.limits.returnReleases(releases);
+    if (contaHint) deps.limits.returnReleases(contaHint, releases);
     throw error;
   }
+  // The function applies the releases only once it holds the account's lock (the limits stage).
+  const reachedLimits = row.outcome === 'ok' || row.outcome === 'limite_excedido';
+  if (contaHint && !reachedLimits) deps.limits.returnReleases(contaHint, releases);
   if (row.outcome === 'nao_autenticado') return refused(naoAutenticado(), null, {});
   const caller = toCaller(row);
+  deps.limits.rememberAccount(hashHex, caller.contaId);
   const headers = row.rajada_q === null ? {} : rateLimitHeaders(limitState(row));
   if (row.outcome !== 'ok') {
     const error = refusal(row, route);

@@ -67,7 +67,8 @@ export function settlementFor(charge: Charge, billing: Billing): Settlement | nu
  */
 export class LimitsBookkeeper {
   readonly holder: string;
-  #releases: string[] = [];
+  /** Finished requests whose slot is still counted: one key id per request, by account. */
+  #releases = new Map<string, string[]>();
   #settlements: Settlement[] = [];
   #timer: NodeJS.Timeout | null = null;
   #heartbeat: NodeJS.Timeout;
@@ -85,35 +86,53 @@ export class LimitsBookkeeper {
     this.#heartbeat.unref();
   }
 
-  /** A request of this key finished on this process: its slot is given back. */
-  release(chaveId: string): void {
-    this.#releases.push(chaveId);
-    this.#schedule();
+  // Which account a token belongs to, learnt from admissions, so the next admission of a key can
+  // carry its account's releases (the account is only known to the database otherwise).
+  #accountByToken = new Map<string, string>();
+
+  accountOfToken(tokenHash: string): string | undefined {
+    return this.#accountByToken.get(tokenHash);
   }
 
-  /** Slots to release in the next admission round trip (one key id per finished request). */
-  takeReleases(): string[] {
-    return this.#releases.splice(0);
+  rememberAccount(tokenHash: string, contaId: string): void {
+    if (this.#accountByToken.size >= 50_000) this.#accountByToken.clear();
+    this.#accountByToken.set(tokenHash, contaId);
+  }
+
+  /** A request of this key finished on this process: its slot is given back. */
+  release(contaId: string, chaveId: string): void {
+    const pending = this.#releases.get(contaId);
+    if (pending) pending.push(chaveId);
+    else this.#releases.set(contaId, [chaveId]);
+    // At once: another process may admit this account's next request before any admission here
+    // would carry the release.
+    this.#schedule(0);
+  }
+
+  /** The account's slots to release in its next admission round trip (taken under its lock). */
+  takeReleases(contaId: string): string[] {
+    const pending = this.#releases.get(contaId) ?? [];
+    this.#releases.delete(contaId);
+    return pending;
   }
 
   /** Admission failed before running: its releases go back in the queue. */
-  returnReleases(ids: string[]): void {
-    this.#releases.unshift(...ids);
-    this.#schedule();
+  returnReleases(contaId: string, ids: string[]): void {
+    for (const id of ids) this.release(contaId, id);
   }
 
   settle(settlement: Settlement | null): void {
     if (!settlement) return;
     this.#settlements.push(settlement);
-    this.#schedule();
+    this.#schedule(5);
   }
 
-  #schedule(): void {
+  #schedule(delayMs: number): void {
     if (this.#timer) return;
     this.#timer = setTimeout(() => {
       this.#timer = null;
       void this.flush();
-    }, 5);
+    }, delayMs);
   }
 
   async flush(): Promise<void> {
@@ -129,25 +148,27 @@ export class LimitsBookkeeper {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     await this.flush();
-    if (this.#releases.length || this.#settlements.length) await this.flush();
+    if (this.#releases.size || this.#settlements.length) await this.flush();
   }
 
   async #write(): Promise<void> {
-    const releases = this.#releases.splice(0);
+    const releases = [...this.#releases].flatMap(([contaId, keys]) => keys.map((chaveId) => ({ contaId, chaveId })));
+    this.#releases.clear();
     const settlements = this.#settlements.splice(0);
     try {
       if (releases.length) {
         await this.#pool.query(sql.typeAlias('void')`
-          UPDATE request_slots s SET in_flight = greatest(0, s.in_flight - r.n)
-            FROM (SELECT chave_id, count(*)::int AS n FROM unnest(${sql.array(releases, 'uuid')}::uuid[]) AS x(chave_id) GROUP BY chave_id) r
-           WHERE s.holder = ${this.holder} AND s.chave_id = r.chave_id`);
+          SELECT FROM api_release(${this.holder}, ${sql.array(releases.map((r) => r.contaId), 'uuid')},
+                                  ${sql.array(releases.map((r) => r.chaveId), 'uuid')})`);
       }
       if (settlements.length) await this.#writeSettlements(settlements);
     } catch (error) {
       this.#log.warn({ err: error }, 'limits bookkeeping failed; will retry');
-      this.#releases.unshift(...releases);
+      for (const r of releases) this.release(r.contaId, r.chaveId);
       this.#settlements.unshift(...settlements);
-      setTimeout(() => this.#schedule(), 1_000).unref();
+      if (this.#timer) clearTimeout(this.#timer);
+      this.#timer = null;
+      setTimeout(() => this.#schedule(0), 1_000).unref();
     }
   }
 
@@ -164,8 +185,11 @@ export class LimitsBookkeeper {
 
   async #renew(): Promise<void> {
     try {
+      // Rows an admission holds right now are being renewed by it: skip them rather than wait
+      // (waiting here while holding other rows could close a circle of waits).
       await this.#pool.query(sql.typeAlias('void')`
-        UPDATE request_slots SET expires_at = now() + interval '30 seconds' WHERE holder = ${this.holder}`);
+        UPDATE request_slots SET expires_at = now() + interval '30 seconds'
+         WHERE (holder, chave_id) IN (SELECT holder, chave_id FROM request_slots WHERE holder = ${this.holder} FOR UPDATE SKIP LOCKED)`);
       // Rows of processes long gone (their counts stopped mattering 30 s after they died).
       await this.#pool.query(sql.typeAlias('void')`DELETE FROM request_slots WHERE expires_at < now() - interval '1 hour'`);
     } catch (error) {

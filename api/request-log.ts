@@ -79,11 +79,16 @@ export class RequestLog {
       e.requisicaoId, e.contaId, e.chaveId, e.method, e.route, e.path, e.status, e.codigo,
       e.cost, e.durationMs, e.ip, e.createdAt.toISOString(),
     ]);
-    await this.#pool.query(sql.typeAlias('void')`
-      INSERT INTO request_log (requisicao_id, conta_id, chave_id, method, route, path, status, codigo,
-                               cost, duration_ms, ip, created_at)
-      SELECT * FROM ${sql.unnest(rows, ['uuid', 'uuid', 'uuid', 'text', 'text', 'text', 'int4', 'text',
-                                        'int4', 'float4', 'text', 'timestamptz'])}
-      ON CONFLICT (requisicao_id) DO NOTHING`);
+    // Not waiting for the WAL flush: a crash may lose the last fraction of a second of rows (the
+    // JSON log lines have them too), and admissions' commits don't queue behind this batch's.
+    await this.#pool.transaction(async (tx) => {
+      await tx.query(sql.typeAlias('void')`SELECT set_config('synchronous_commit', 'off', true)`);
+      await tx.query(sql.typeAlias('void')`
+        INSERT INTO request_log (requisicao_id, conta_id, chave_id, method, route, path, status, codigo,
+                                 cost, duration_ms, ip, created_at)
+        SELECT * FROM ${sql.unnest(rows, ['uuid', 'uuid', 'uuid', 'text', 'text', 'text', 'int4', 'text',
+                                          'int4', 'float4', 'text', 'timestamptz'])}
+        ON CONFLICT (requisicao_id) DO NOTHING`);
+    });
   }
 }

@@ -30,7 +30,7 @@ export function createApiServer(deps: Deps, requestLog: RequestLog, table: reado
     inFlight++;
     res.once('close', () => {
       inFlight--;
-      if (state.slotKey) deps.limits.release(state.slotKey);
+      if (state.slotKey && state.caller) deps.limits.release(state.caller.contaId, state.slotKey);
       finishRequest(deps, requestLog, req, res);
     });
     // The process's global ceiling: beyond it, answer at once rather than queue (DESIGN §5).

@@ -68,8 +68,8 @@ CREATE FUNCTION api_admit(
   p_custo int,
   p_classe text,      -- leitura | escrita (the per-minute counter the cost is charged to)
   p_holder text,      -- the process serving the request
-  p_release uuid[]    -- keys whose requests on this process finished (one entry per request),
-                      -- released here to save a round trip
+  p_release uuid[]    -- keys of this account whose requests on this process finished (one entry
+                      -- per request), released here to save a round trip
 ) RETURNS admission
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -88,11 +88,6 @@ DECLARE
   v_account_slots int;
   v_released uuid;
 BEGIN
-  -- Usually one or two entries: a plain UPDATE each is cheaper than a set-based one.
-  FOREACH v_released IN ARRAY coalesce(p_release, '{}') LOOP
-    UPDATE request_slots SET in_flight = greatest(0, in_flight - 1) WHERE holder = p_holder AND chave_id = v_released;
-  END LOOP;
-
   SELECT ch.conta_id, ch.id, ch.usuario_id, ch.escopos, ch.expira_em, ch.revogada_em, ch.suspensa_ate,
          ch.recusas_consecutivas, ch.ultimo_uso_em, ch.nome, ch.prefixo,
          c.bloqueada, c.api_ativa, c.plano_id, u.email,
@@ -151,8 +146,17 @@ BEGIN
   END IF;
 
   -- Limits. Requests of one account are decided one at a time, so racing requests (on any number
-  -- of web processes) can never pass a ceiling together.
+  -- of web processes) can never pass a ceiling together. Every writer of this account's counters
+  -- holds this lock first (and only this account's), so no two transactions wait on each other in
+  -- a circle.
   PERFORM pg_advisory_xact_lock(hashtextextended(k.conta_id::text, 7410203));
+
+  -- Usually one or two entries: a plain UPDATE each is cheaper than a set-based one. Only this
+  -- account's keys: the slot rows of other accounts are theirs to lock.
+  FOREACH v_released IN ARRAY coalesce(p_release, '{}') LOOP
+    UPDATE request_slots SET in_flight = greatest(0, in_flight - 1)
+     WHERE holder = p_holder AND chave_id = v_released AND conta_id = k.conta_id;
+  END LOOP;
 
   v_custo := least(p_custo, k.rajada);
   v_minute_q := CASE WHEN p_classe = 'escrita' THEN k.escritas_por_minuto ELSE k.leituras_por_minuto END;
@@ -242,6 +246,18 @@ BEGIN
   r.mes_r := greatest(0, k.chamadas_por_mes - v_month_used);
   r.mes_t := ceil(extract(epoch FROM v_next_month - v_now));
   RETURN r;
+END $$;
+
+-- Releases the slots of finished requests that no admission of their account picked up: under the
+-- accounts' locks, taken in one order.
+CREATE FUNCTION api_release(p_holder text, p_conta_id uuid[], p_chave_id uuid[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended(conta_id::text, 7410203))
+     FROM (SELECT DISTINCT conta_id FROM unnest(p_conta_id) AS x(conta_id) ORDER BY conta_id) a;
+  UPDATE request_slots s SET in_flight = greatest(0, s.in_flight - done.n)
+    FROM (SELECT x.chave_id, count(*)::int AS n FROM unnest(p_chave_id) AS x(chave_id) GROUP BY x.chave_id) done
+   WHERE s.holder = p_holder AND s.chave_id = done.chave_id;
 END $$;
 
 -- Gives back what a request was charged beyond its final cost (a 304, an idempotent repetition,

@@ -1,13 +1,14 @@
 // The service's database access: one slonik pool per process, typed at the SQL boundary by zod.
 import {
-  createBigintTypeParser,
   createDateTypeParser,
   createNumericTypeParser,
   createPool,
   createSqlTag,
+  SchemaValidationError,
+  type CommonQueryMethods,
   type DatabasePool,
   type DatabaseTransactionConnection,
-  type CommonQueryMethods,
+  type Interceptor,
 } from 'slonik';
 import { z } from 'zod';
 
@@ -18,7 +19,8 @@ export type Tx = DatabaseTransactionConnection;
 // Row types named once and reused by every query module.
 export const sql = createSqlTag({
   typeAliases: {
-    void: z.object({}).strict(),
+    // Statements run for their effect; whatever they return is ignored.
+    void: z.looseObject({}),
     id: z.object({ id: z.string() }),
   },
 });
@@ -30,13 +32,35 @@ export type PoolOptions = {
 };
 
 // Timestamps leave the database as ISO 8601 strings with their offset (contract §1), dates as
-// YYYY-MM-DD, bigint counters and money as numbers (all below 2^53).
+// YYYY-MM-DD, bigint counters and money as numbers (the schema keeps them below 2^53; a value
+// beyond would be refused rather than rounded).
 const typeParsers = [
-  createBigintTypeParser(),
+  {
+    name: 'int8',
+    parse: (value: string) => {
+      const n = Number(value);
+      if (!Number.isSafeInteger(n)) throw new RangeError(`int8 ${value} does not fit a JavaScript number`);
+      return n;
+    },
+  },
   createDateTypeParser(),
   createNumericTypeParser(),
   { name: 'timestamptz', parse: (value: string) => new Date(value).toISOString() },
 ];
+
+// Every row of a query typed with sql.type(zodSchema) is checked against it: the schema is the
+// contract between the SQL and the code, and a drift fails loudly instead of leaking through.
+const resultParser: Interceptor = {
+  name: 'result-parser',
+  transformRow: (context, query, row) => {
+    const parser = context.resultParser;
+    if (!parser) return row;
+    const result = parser['~standard'].validate(row);
+    if (result instanceof Promise) throw new TypeError('row schemas must be synchronous');
+    if (result.issues) throw new SchemaValidationError(query, row, result.issues);
+    return result.value as typeof row;
+  },
+};
 
 export async function createDatabasePool(url: string, options: PoolOptions): Promise<Pool> {
   const withName = new URL(url);
@@ -47,6 +71,7 @@ export async function createDatabasePool(url: string, options: PoolOptions): Pro
     idleTimeout: 30_000,
     connectionTimeout: 5_000,
     typeParsers,
+    interceptors: [resultParser],
     // Transactions set their settings with set_config(..., true), so nothing outlives a
     // transaction; the default DISCARD ALL would cost a round trip on every release.
     resetConnection: async () => undefined,
