@@ -32,11 +32,10 @@ export type Started =
   | { kind: 'replay'; status: number; resourceId: string | null; codigo: string | null; motivo: string | null };
 
 const Row = z.object({
-  inserted: z.boolean(),
+  claimed: z.boolean(),
   route: z.string(),
   request_hash: z.instanceof(Buffer),
   state: z.enum(['in_progress', 'completed']),
-  lease_until: z.string().nullable(),
   status_code: z.number().nullable(),
   resource_id: z.string().nullable(),
   codigo: z.string().nullable(),
@@ -46,35 +45,23 @@ const Row = z.object({
 /**
  * Claims the key for this request, or says why not: a completed record is replayed, a running one
  * is 409, a different body (or route) is 422. An expired record, or a running one whose lease has
- * passed, is taken over.
+ * passed, is taken over. One round trip (api_idempotency_start).
  */
 export async function startIdempotent(db: Db, caller: Caller, key: string, route: string, hash: Buffer): Promise<Started> {
-  const claimed = await db.maybeOne(sql.type(Row)`
-    INSERT INTO idempotency_keys (conta_id, chave_id, key, route, request_hash, lease_until)
-    VALUES (${caller.contaId}, ${caller.chaveId}, ${key}, ${route}, ${sql.binary(hash)}, now() + make_interval(secs => ${LEASE_SECONDS}))
-    ON CONFLICT (conta_id, chave_id, key) DO UPDATE
-       SET route = excluded.route, request_hash = excluded.request_hash, state = 'in_progress',
-           lease_until = excluded.lease_until, status_code = NULL, resource_id = NULL, codigo = NULL, motivo = NULL,
-           created_at = now(), expires_at = now() + interval '24 hours'
-     WHERE idempotency_keys.expires_at <= now()
-        OR (idempotency_keys.state = 'in_progress' AND idempotency_keys.lease_until < now()
-            AND idempotency_keys.request_hash = excluded.request_hash AND idempotency_keys.route = excluded.route)
-    RETURNING true AS inserted, route, request_hash, state, lease_until, status_code, resource_id, codigo, motivo`);
-  if (claimed) return { kind: 'new' };
-  const existing = await db.maybeOne(sql.type(Row)`
-    SELECT false AS inserted, route, request_hash, state, lease_until, status_code, resource_id, codigo, motivo
-      FROM idempotency_keys WHERE conta_id = ${caller.contaId} AND chave_id = ${caller.chaveId} AND key = ${key}`);
-  // Expired and purged between the two statements: claim it again.
-  if (!existing) return startIdempotent(db, caller, key, route, hash);
-  if (existing.route !== route || !existing.request_hash.equals(hash)) {
+  const row = await db.maybeOne(sql.type(Row)`
+    SELECT * FROM api_idempotency_start(${caller.contaId}, ${caller.chaveId}, ${key}, ${route}, ${sql.binary(hash)}, ${LEASE_SECONDS})`);
+  if (row?.claimed) return { kind: 'new' };
+  // Expired and purged between the claim and the read: claim it again.
+  if (!row) return startIdempotent(db, caller, key, route, hash);
+  if (row.route !== route || !row.request_hash.equals(hash)) {
     throw new ApiError(422, 'idempotencia_conflito', 'Esta Idempotency-Key já foi usada com outro corpo ou em outra operação.');
   }
-  if (existing.state === 'in_progress') {
+  if (row.state === 'in_progress') {
     throw new ApiError(409, 'idempotencia_em_andamento', 'Uma requisição com esta Idempotency-Key ainda está em andamento; repita em instantes.', {
       retryAfter: 1,
     });
   }
-  return { kind: 'replay', status: existing.status_code ?? 200, resourceId: existing.resource_id, codigo: existing.codigo, motivo: existing.motivo };
+  return { kind: 'replay', status: row.status_code ?? 200, resourceId: row.resource_id, codigo: row.codigo, motivo: row.motivo };
 }
 
 /** Marks the key done, in the transaction of the change itself: both commit or neither does. */

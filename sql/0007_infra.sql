@@ -71,3 +71,35 @@ BEGIN
 END $$;
 CREATE TRIGGER outgoing_emails_notify AFTER INSERT ON outgoing_emails
   FOR EACH STATEMENT EXECUTE FUNCTION outgoing_emails_notify();
+
+-- Claims an Idempotency-Key for a request in one round trip (api/idempotency.ts): a new or
+-- abandoned key is taken (state in_progress with a lease); otherwise the existing record is
+-- returned for the caller to replay, refuse as a conflict, or answer 409.
+-- The claim commits without waiting for the WAL flush: if a crash lost it, the change it guards
+-- never happened either (that change's own durable commit would have flushed the claim first).
+CREATE FUNCTION api_idempotency_start(
+  p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea, p_lease_seconds int
+) RETURNS TABLE (claimed boolean, route text, request_hash bytea, state text, status_code int,
+                 resource_id uuid, codigo text, motivo text)
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  RETURN QUERY
+  INSERT INTO idempotency_keys AS k (conta_id, chave_id, key, route, request_hash, lease_until)
+  VALUES (p_conta_id, p_chave_id, p_key, p_route, p_hash, now() + make_interval(secs => p_lease_seconds))
+  ON CONFLICT (conta_id, chave_id, key) DO UPDATE
+     SET route = excluded.route, request_hash = excluded.request_hash, state = 'in_progress',
+         lease_until = excluded.lease_until, status_code = NULL, resource_id = NULL, codigo = NULL, motivo = NULL,
+         created_at = now(), expires_at = now() + interval '24 hours'
+   WHERE k.expires_at <= now()
+      OR (k.state = 'in_progress' AND k.lease_until < now()
+          AND k.request_hash = excluded.request_hash AND k.route = excluded.route)
+  RETURNING true, k.route, k.request_hash, k.state, k.status_code, k.resource_id, k.codigo, k.motivo;
+  IF FOUND THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  SELECT false, k.route, k.request_hash, k.state, k.status_code, k.resource_id, k.codigo, k.motivo
+    FROM idempotency_keys k
+   WHERE k.conta_id = p_conta_id AND k.chave_id = p_chave_id AND k.key = p_key;
+END $$;
