@@ -53,7 +53,8 @@ export async function admit(deps: AdmissionDeps, authorization: string | undefin
   let row: AdmissionRow;
   try {
     row = await deps.breaker.run(() =>
-      deps.pool.one(sql.type(AdmissionRow)`
+      // A named prepared statement: parsed and planned once per connection, not per request.
+      deps.pool.one(sql.prepared('api_admit', AdmissionRow)`
         SELECT * FROM api_admit(${sql.binary(hash)}, ${route.scope}, ${route.permission}, ${cost.units},
                                 ${classe}, ${deps.limits.holder}, ${sql.array(releases, 'uuid')})`),
     );

@@ -104,9 +104,9 @@ export class LimitsBookkeeper {
     const pending = this.#releases.get(contaId);
     if (pending) pending.push(chaveId);
     else this.#releases.set(contaId, [chaveId]);
-    // At once: another process may admit this account's next request before any admission here
-    // would carry the release.
-    this.#schedule(0);
+    // Within 2 ms, batched with the others under load: another process may admit this account's
+    // next request before any admission here would carry the release.
+    this.#schedule(2);
   }
 
   /** The account's slots to release in its next admission round trip (taken under its lock). */

@@ -19,7 +19,7 @@ await pool.query(sql.unsafe`
 const tokens: string[] = [];
 for (let i = 0; i < ACCOUNTS; i++) tokens.push((await createAccount(pool, { plano: 'bench', escopos: [] })).token);
 
-const api = await spawnServer('api/main.ts', { DATABASE_URL: db.url, DB_POOL_SIZE: '10' }, '/v1/openapi.json');
+const api = await spawnServer('api/main.ts', { DATABASE_URL: db.url, DB_POOL_SIZE: process.env.BENCH_POOL ?? '10' }, '/v1/openapi.json');
 const bare = await spawnServer('bench/bare-server.ts', { DATABASE_URL: db.url }, '/hello');
 let k = 0;
 const withKey = (req: Record<string, any>) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[k++ % tokens.length]}` } });
