@@ -112,7 +112,9 @@ function operation(route: AnyRoute): JsonSchema {
     responses[status] = {
       description: spec.description,
       headers: { ...successHeaders, ...(spec.headers ?? {}) },
-      ...(spec.schema ? { content: { 'application/json': { schema: jsonSchema(spec.schema, 'output') } } } : {}),
+      ...(spec.schema
+        ? { content: { 'application/json': { schema: jsonSchema(spec.schema, 'output'), ...(spec.example === undefined ? {} : { example: spec.example }) } } }
+        : {}),
     };
   }
   for (const status of errorStatuses(route)) responses[String(status)] ??= errorResponse(status);
@@ -129,7 +131,13 @@ function operation(route: AnyRoute): JsonSchema {
       ...parameters(route.headers, 'header'),
     ],
     ...(route.body
-      ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } }
+      ? {
+          requestBody: {
+            required: true,
+            description: 'JSON (Content-Type: application/json; anything else is 415), at most 64 KB, received within 5 s.',
+            content: { 'application/json': { schema: jsonSchema(route.body, 'input'), ...(route.bodyExample === undefined ? {} : { example: route.bodyExample }) } },
+          },
+        }
       : {}),
     responses,
   };

@@ -3,6 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { routes } from '../api/routes/index.ts';
 import { committedDocument, committedPath } from '../ops/openapi.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { checkConformance, ConformanceError } from './helpers/conformance.ts';
@@ -18,7 +19,7 @@ test.after(async () => app.stop());
 
 test('docs/openapi.json is what the route table produces (run npm run openapi after changing a route)', async () => {
   const committed = JSON.parse(await readFile(committedPath, 'utf8'));
-  assert.equal(committed, committedDocument());
+  assert.equal(committed, JSON.parse(JSON.stringify(committedDocument())));
 });
 
 test('the served document is the committed one, with this server as its address', async () => {
@@ -50,6 +51,23 @@ test('the conformance check accepts a matching response and rejects every kind o
   }
   // Paths the document does not describe are not checked.
   checkConformance('GET', 'http://localhost/docs', 200, new Headers(), '<html>');
+});
+
+test('every operation has a realistic example that matches its own schema', () => {
+  for (const route of routes) {
+    const success = Object.entries(route.responses).filter(([, spec]) => spec.schema);
+    assert.ok(success.length > 0, route.operationId);
+    for (const [status, spec] of success) {
+      assert.ok(spec.example !== undefined, `${route.operationId} ${status} has an example`);
+      const result = spec.schema?.safeParse(JSON.parse(JSON.stringify(spec.example)));
+      assert.ok(result?.success, `${route.operationId} ${status} example: ${result?.error?.message}`);
+    }
+    if (route.body) {
+      assert.ok(route.bodyExample !== undefined, `${route.operationId} has a request example`);
+      const result = route.body.safeParse(route.bodyExample);
+      assert.ok(result.success, `${route.operationId} request example: ${result.error?.message}`);
+    }
+  }
 });
 
 test.run();

@@ -11,6 +11,7 @@ import { idempotencyHeaders } from '../idempotency.ts';
 import { etagHeaders, replayHeaders } from '../openapi.ts';
 import { envelope, listCost, listQuery, toPage } from '../lists.ts';
 import { Centavos, DataHora, Id, NomeItem, Quantidade, Texto } from './cotacoes-campos.ts';
+import { exemploCotacao, exemploNovaCotacao } from './exemplos.ts';
 import { defineRoute, oneResource, type Cost } from './types.ts';
 
 export const ItemCotacao = z.object({
@@ -64,7 +65,7 @@ const listCotacoes = defineRoute({
     status: z.enum(STATUS_COTACAO).optional().describe('Only quotations in this status.'),
     criado_desde: DataHora.optional().describe('Only quotations created at or after this instant.'),
   }).strict(),
-  responses: { 200: { description: 'A page of quotations, oldest first.', schema: envelope(Cotacao) } },
+  responses: { 200: { description: 'A page of quotations, oldest first.', schema: envelope(Cotacao), example: { dados: [exemploCotacao], proximo_cursor: null } } },
   handler: async ({ caller, query, db }) => ({
     status: 200,
     body: toPage(await listarCotacoes(db, caller.contaId, query), query.limite, apresentarPagina),
@@ -83,7 +84,7 @@ const getCotacao = defineRoute({
   params: PorId,
   headers: conditionalHeaders,
   responses: {
-    200: { description: 'The quotation.', schema: Cotacao, headers: etagHeaders },
+    200: { description: 'The quotation.', schema: Cotacao, headers: etagHeaders, example: exemploCotacao },
     304: { description: 'Not modified since the ETag given; no body, nothing charged in the month.', headers: etagHeaders },
   },
   handler: async ({ caller, params, headers, db }) => {
@@ -133,7 +134,10 @@ const createCotacao = defineRoute({
   idempotency: 'optional',
   body: NovaCotacao,
   refusals: [422],
-  responses: { 201: { description: 'The quotation created.', schema: Cotacao, headers: replayHeaders } },
+  bodyExample: exemploNovaCotacao,
+  responses: {
+    201: { description: 'The quotation created.', schema: Cotacao, headers: replayHeaders, example: { ...exemploCotacao, status: 'rascunho', versao: 1, enviada_em: null, observacao: null } },
+  },
   replay: async ({ caller, db }, id) => apresentar(await lerOu404(db, caller.contaId, id)),
   handler: async ({ caller, body, db }) => {
     const id = await criarCotacao(db, caller.contaId, {
@@ -167,7 +171,10 @@ const changeCotacaoStatus = defineRoute({
   idempotency: 'optional',
   body: z.object({ status: z.enum(STATUS_COTACAO) }).strict(),
   refusals: [422],
-  responses: { 200: { description: 'The quotation in its new status.', schema: Cotacao, headers: replayHeaders } },
+  bodyExample: { status: 'aprovada' },
+  responses: {
+    200: { description: 'The quotation in its new status.', schema: Cotacao, headers: replayHeaders, example: { ...exemploCotacao, status: 'aprovada' } },
+  },
   replay: async ({ caller, db }, id) => apresentar(await lerOu404(db, caller.contaId, id)),
   handler: async ({ caller, params, body, db }) => {
     await mudarStatusCotacao(db, caller.contaId, params.id, body.status);

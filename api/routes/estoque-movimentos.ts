@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { lerMovimento, MOTIVOS_MOVIMENTO, movimentar, TIPOS_MOVIMENTO, type Movimentado, type MovimentoRow } from '../../shared/db/estoque.ts';
 import { regraRecusou, type ApiError } from '../../shared/errors.ts';
 import { idempotencyHeaders } from '../idempotency.ts';
+import { replayHeaders } from '../openapi.ts';
+import { exemploMovimento, exemploNovoMovimento } from './exemplos.ts';
 import { defineRoute } from './types.ts';
 
 export const QUANTIDADE_MAXIMA = 99_999;
@@ -81,11 +83,13 @@ export const postMovimento = defineRoute({
   headers: idempotencyHeaders(true),
   body,
   idempotency: 'required',
+  bodyExample: exemploNovoMovimento,
   responses: {
     201: {
       description: 'The movement made (on a repetition: read again, with Idempotent-Replayed: true).',
       schema: Movimento,
-      headers: { 'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } } },
+      headers: replayHeaders,
+      example: exemploMovimento,
     },
   },
   replay: async ({ caller, db }, id) => {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { listarSaldos, TIPOS_LOCAL, type SaldoRow } from '../../shared/db/estoque.ts';
 import { listarInsumos, TIPOS_INSUMO, UNIDADES, type InsumoRow } from '../../shared/db/insumos.ts';
 import { envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { exemploSaldo, exemploSaldoInsumo } from './exemplos.ts';
 import { defineRoute } from './types.ts';
 
 const dataHora = z.iso.datetime({ offset: true });
@@ -62,7 +63,7 @@ export const listEstoque = defineRoute({
     produto_id: z.uuid().optional(),
     local_id: z.uuid().optional(),
   }).strict(),
-  responses: { 200: { description: 'A page of balances, oldest first.', schema: envelope(Saldo) } },
+  responses: { 200: { description: 'A page of balances, oldest first.', schema: envelope(Saldo), example: { dados: [exemploSaldo], proximo_cursor: null } } },
   handler: async ({ caller, query, db }) => ({
     status: 200,
     body: toPage(await listarSaldos(db, caller.contaId, query), query.limite, presentSaldo),
@@ -83,7 +84,7 @@ export const listEstoqueInsumos = defineRoute({
       .describe('true: only supplies below their minimum; false: only those at or above it.'),
     tipo: z.enum(TIPOS_INSUMO).optional(),
   }).strict(),
-  responses: { 200: { description: 'A page of supply balances, oldest first.', schema: envelope(SaldoInsumo) } },
+  responses: { 200: { description: 'A page of supply balances, oldest first.', schema: envelope(SaldoInsumo), example: { dados: [exemploSaldoInsumo], proximo_cursor: null } } },
   handler: async ({ caller, query, db }) => ({
     status: 200,
     body: toPage(await listarInsumos(db, caller.contaId, query), query.limite, presentInsumo),

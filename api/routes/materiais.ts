@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { listarMateriais, TIPOS_MATERIAL, type MaterialRow } from '../../shared/db/materiais.ts';
 import { PERMISSAO_CUSTOS } from '../../shared/domain/acesso.ts';
 import { envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { exemploMaterial } from './exemplos.ts';
 import { defineRoute } from './types.ts';
 
 export const Material = z.object({
@@ -32,7 +33,7 @@ export const listMateriais = defineRoute({
   permission: 'produtos.ver',
   cost: listCost,
   query: listQuery,
-  responses: { 200: { description: 'A page of materials, oldest first.', schema: envelope(Material) } },
+  responses: { 200: { description: 'A page of materials, oldest first.', schema: envelope(Material), example: { dados: [exemploMaterial], proximo_cursor: null } } },
   handler: async ({ caller, query, db }) => {
     const custos = caller.permissoes.includes(PERMISSAO_CUSTOS);
     const present = ({ cursor_ts: _c, custo_por_kg_centavos, ...material }: MaterialRow) =>

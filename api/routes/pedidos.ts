@@ -20,6 +20,7 @@ import { idempotencyHeaders } from '../idempotency.ts';
 import { etagHeaders, replayHeaders } from '../openapi.ts';
 import { envelope, listCost, listQuery, toPage } from '../lists.ts';
 import { Centavos, DataHora, Id, NomeItem, Quantidade } from './cotacoes-campos.ts';
+import { exemploNovoPedido, exemploPedido, exemploPedidoEstoque } from './exemplos.ts';
 import { defineRoute, oneResource, type Caller } from './types.ts';
 
 export const ItemPedido = z.object({
@@ -80,7 +81,7 @@ const listPedidos = defineRoute({
     prioridade: z.enum(PRIORIDADES).optional(),
     cotacao_id: Id.optional().describe('Only orders made from this quotation.'),
   }).strict(),
-  responses: { 200: { description: 'A page of production orders, oldest first.', schema: envelope(Pedido) } },
+  responses: { 200: { description: 'A page of production orders, oldest first.', schema: envelope(Pedido), example: { dados: [exemploPedido], proximo_cursor: null } } },
   handler: async ({ caller, query, db }) => {
     const custos = verCustos(caller);
     const rows = await listarPedidos(db, caller.contaId, query);
@@ -102,7 +103,7 @@ const getPedido = defineRoute({
   params: z.object({ id: Id }),
   headers: conditionalHeaders,
   responses: {
-    200: { description: 'The production order.', schema: Pedido, headers: etagHeaders },
+    200: { description: 'The production order.', schema: Pedido, headers: etagHeaders, example: exemploPedido },
     304: { description: 'Not modified since the ETag given; no body, nothing charged in the month.', headers: etagHeaders },
   },
   handler: async ({ caller, params, headers, db }) => {
@@ -164,7 +165,15 @@ const createPedido = defineRoute({
   idempotency: 'optional',
   body: NovoPedido,
   refusals: [422],
-  responses: { 201: { description: 'The production order created.', schema: Pedido, headers: replayHeaders } },
+  bodyExample: exemploNovoPedido,
+  responses: {
+    201: {
+      description: 'The production order created.',
+      schema: Pedido,
+      headers: replayHeaders,
+      example: exemploPedidoEstoque,
+    },
+  },
   replay: async ({ caller, db }, id) => apresentar(await lerOu404(db, caller.contaId, id), verCustos(caller)),
   handler: async ({ caller, body, db }) => {
     if (body.valor_centavos != null && !verCustos(caller)) {

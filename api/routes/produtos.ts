@@ -6,6 +6,8 @@ import { listarProdutos, lerProduto, type ProdutoRow } from '../../shared/db/pro
 import { naoEncontrado } from '../../shared/errors.ts';
 import { conditionalHeaders, conditionalReply, etagFor } from '../etag.ts';
 import { envelope, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery, toPage } from '../lists.ts';
+import { etagHeaders } from '../openapi.ts';
+import { exemploProduto } from './exemplos.ts';
 import { defineRoute, oneResource, type Cost } from './types.ts';
 
 const dataHora = z.iso.datetime({ offset: true });
@@ -70,7 +72,7 @@ export const listProdutos = defineRoute({
   permission: 'produtos.ver',
   cost: custoProdutos,
   query,
-  responses: { 200: { description: 'A page of products.', schema: envelope(Produto) } },
+  responses: { 200: { description: 'A page of products.', schema: envelope(Produto), example: { dados: [exemploProduto], proximo_cursor: null } } },
   handler: async ({ caller, query, db }) => {
     const rows = await listarProdutos(db, caller.contaId, query);
     const page = toPage(rows, query.limite, present);
@@ -90,8 +92,8 @@ export const getProduto = defineRoute({
   params: z.object({ id: z.uuid() }),
   headers: conditionalHeaders,
   responses: {
-    200: { description: 'The product.', schema: Produto, headers: { ETag: { schema: { type: 'string' } } } },
-    304: { description: 'Not modified since the ETag given; costs nothing in the month.' },
+    200: { description: 'The product.', schema: Produto, headers: etagHeaders, example: exemploProduto },
+    304: { description: 'Not modified since the ETag given; no body, nothing charged in the month.', headers: etagHeaders },
   },
   handler: async ({ caller, params, headers, db }) => {
     const row = await lerProduto(db, caller.contaId, params.id);

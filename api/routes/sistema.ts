@@ -27,7 +27,9 @@ const getSaude = defineRoute({
   scope: null,
   permission: null,
   cost: umRecurso,
-  responses: { 200: { description: 'The API is up.', schema: Saude } },
+  responses: {
+    200: { description: 'The API is up.', schema: Saude, example: { situacao: 'ok', versao: 'v1', agora: '2026-11-23T14:05:09.112Z' } },
+  },
   handler: async () => ({
     status: 200,
     body: { situacao: 'ok', versao: 'v1', agora: clock.now().toISOString() },
@@ -79,7 +81,31 @@ const getConta = defineRoute({
   scope: null,
   permission: null,
   cost: umRecurso,
-  responses: { 200: { description: 'The account of the key, the key itself, its plan\'s limits and this month\'s use.', schema: Conta } },
+  responses: {
+    200: {
+      description: 'The account of the key, the key itself, its plan\'s limits and this month\'s use.',
+      schema: Conta,
+      example: {
+        id: '00000000-0000-4000-8000-00000000d3e0',
+        nome: 'Oficina Demo 3D',
+        plano: 'oficina',
+        chave: {
+          id: '6f1d2c54-3b0e-4a8c-9e52-0d4f9b7a1c33',
+          nome: 'ERP da loja',
+          prefixo: 'Xa3kP9qL',
+          escopos: ['catalogo:ler', 'estoque:ler', 'estoque:escrever'],
+          criada_em: '2026-10-02T12:30:00.000Z',
+          expira_em: null,
+        },
+        permissoes: ['produtos.ver', 'estoque_produtos.ver', 'estoque_produtos.movimentar', 'estoque_insumos.ver'],
+        limites: {
+          chaves_ativas: 3, webhook_endpoints: 3, leituras_por_minuto: 60, escritas_por_minuto: 20, chamadas_por_mes: 150000,
+          rajada: 10, rajada_recarga_por_segundo: 2, simultaneas_por_chave: 3, simultaneas_por_conta: 3, entregas_webhook_por_hora: 1000,
+        },
+        uso: { mes: '2026-11', chamadas: 18452, restantes: 131548 },
+      },
+    },
+  },
   handler: async ({ caller, deps }) => {
     const mes = clock.now().toISOString().slice(0, 7);
     const [plano, chave, uso] = await Promise.all([
@@ -137,6 +163,13 @@ const getTiposDeEvento = defineRoute({
     200: {
       description: 'The event types.',
       schema: z.object({ dados: z.array(TipoDeEvento), proximo_cursor: z.null() }),
+      example: {
+        dados: [
+          { tipo: 'cotacao.criada', descricao: 'A quotation is created in the app or through the API.', objeto: 'cotacao', campos: ['id', 'codigo', 'status'], permissao: 'cotacoes.ver' },
+          { tipo: 'estoque.movimentado', descricao: 'Entry, exit or adjustment of finished parts; grouped every 60 seconds per variation.', objeto: 'estoque', campos: ['variacao_id', 'local_id', 'tipo'], permissao: 'produtos.ver' },
+        ],
+        proximo_cursor: null,
+      },
     },
   },
   handler: async () => ({

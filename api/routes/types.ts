@@ -64,6 +64,8 @@ export type ResponseSpec = {
   schema?: z.ZodType;
   /** OpenAPI header objects of this response beyond the common ones. */
   headers?: Record<string, unknown>;
+  /** A realistic body for the reference page (a test checks it against the schema). */
+  example?: unknown;
 };
 
 type Schema = z.ZodType;
@@ -88,6 +90,8 @@ export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined,
   query?: Q;
   headers?: H;
   body?: B;
+  /** A realistic request body for the reference page (a test checks it against the schema). */
+  bodyExample?: unknown;
   idempotency?: 'required' | 'optional';
   /** For idempotent routes: the body of a repetition, the created resource read again by its id. */
   replay?: (ctx: RouteContext<Out<P>, Out<Q>, Out<H>, Out<B>>, resourceId: string) => Promise<unknown>;
