@@ -143,6 +143,14 @@ export class LimitsBookkeeper {
     return this.#flushing;
   }
 
+  /** Writes everything pending, including what arrives while a write is under way. */
+  async drain(): Promise<void> {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    do await this.flush();
+    while (this.#releases.size || this.#settlements.length);
+  }
+
   async close(): Promise<void> {
     clearInterval(this.#heartbeat);
     if (this.#timer) clearTimeout(this.#timer);

@@ -17,7 +17,12 @@ import { routes } from './routes/index.ts';
 import type { AnyRoute, Deps, JobScheduler } from './routes/types.ts';
 import { createApiServer } from './server.ts';
 
-export type RunningWeb = { port: number; stop(): Promise<void> };
+export type RunningWeb = {
+  port: number;
+  /** Writes what is batched now (request log rows, slot releases, settlements). */
+  flush(): Promise<void>;
+  stop(): Promise<void>;
+};
 
 export async function startWeb(
   config: Config,
@@ -46,6 +51,10 @@ export async function startWeb(
 
   return {
     port,
+    async flush() {
+      await limits.drain();
+      await requestLog.flush();
+    },
     async stop() {
       // Stop accepting, let in-flight requests finish within the grace period, then cut the rest.
       const closed = new Promise<void>((resolve) => api.server.server.close(() => resolve()));

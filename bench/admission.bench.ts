@@ -2,8 +2,8 @@
 // slot, burst, minute and month counters, headers, request log — against a bare restify route doing
 // one UPDATE and one SELECT on the same database, in the same run. Many accounts and keys, plans
 // raised so nothing is refused.
-import { createDatabasePool, sql } from '../shared/db/pool.ts';
-import { createAccount } from '../test/helpers/fixtures.ts';
+import { createDatabasePool } from '../shared/db/pool.ts';
+import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
 import { benchDatabase, load, spawnServer, writeSection, type LoadResult } from './lib.ts';
 
 const ACCOUNTS = 200;
@@ -11,11 +11,10 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 
 const db = await benchDatabase('admission');
 const pool = await createDatabasePool(db.url, { size: 4, statementTimeoutMs: 60_000, applicationName: 'bench' });
-await pool.query(sql.unsafe`
-  INSERT INTO planos (id, nome, chaves_ativas, webhook_endpoints, leituras_por_minuto, escritas_por_minuto, chamadas_por_mes,
-                      rajada, rajada_recarga_por_segundo, simultaneas_por_chave, simultaneas_por_conta, entregas_webhook_por_hora)
-  VALUES ('bench', 'Bench', 10, 10, 100000000, 100000000, 2000000000, 1000000, 1000000, 1000, 1000, 1000)
-  ON CONFLICT (id) DO NOTHING`);
+await createPlan(pool, 'bench', {
+  chaves_ativas: 10, leituras_por_minuto: 100_000_000, escritas_por_minuto: 100_000_000, chamadas_por_mes: 2_000_000_000,
+  rajada: 1_000_000, rajada_recarga_por_segundo: 1_000_000, simultaneas_por_chave: 1000, simultaneas_por_conta: 1000,
+});
 const tokens: string[] = [];
 for (let i = 0; i < ACCOUNTS; i++) tokens.push((await createAccount(pool, { plano: 'bench', escopos: [] })).token);
 

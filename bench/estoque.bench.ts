@@ -10,7 +10,7 @@ import { hashToken } from '../shared/domain/chaves.ts';
 import { movimentar } from '../shared/db/estoque.ts';
 import { createDatabasePool, sql } from '../shared/db/pool.ts';
 import { criarCanalDeTeste, criarProdutoCompleto } from '../test/helpers/catalogo.ts';
-import { createAccount } from '../test/helpers/fixtures.ts';
+import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
 import { benchDatabase, load, spawnServer, writeSection, type LoadResult } from './lib.ts';
 
 const ACCOUNTS = 50;
@@ -21,11 +21,10 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 
 const db = await benchDatabase('estoque');
 const pool = await createDatabasePool(db.url, { size: 4, statementTimeoutMs: 120_000, applicationName: 'bench' });
-await pool.query(sql.unsafe`
-  INSERT INTO planos (id, nome, chaves_ativas, webhook_endpoints, leituras_por_minuto, escritas_por_minuto, chamadas_por_mes,
-                      rajada, rajada_recarga_por_segundo, simultaneas_por_chave, simultaneas_por_conta, entregas_webhook_por_hora)
-  VALUES ('bench_estoque', 'Bench estoque', 10, 10, 100000000, 100000000, 2000000000, 1000000, 1000000, 1000, 1000, 1000)
-  ON CONFLICT (id) DO NOTHING`);
+await createPlan(pool, 'bench_estoque', {
+  chaves_ativas: 10, leituras_por_minuto: 100_000_000, escritas_por_minuto: 100_000_000, chamadas_por_mes: 2_000_000_000,
+  rajada: 1_000_000, rajada_recarga_por_segundo: 1_000_000, simultaneas_por_chave: 1000, simultaneas_por_conta: 1000,
+});
 
 // Accounts with variations holding a large balance, so exits never run out during the run.
 type Alvo = { token: string; contaId: string; chaveId: string; usuarioId: string; variacoes: string[] };

@@ -13,7 +13,7 @@ import { projectRoot } from '../shared/config.ts';
 import { freePort } from '../shared/db/embedded.ts';
 import { createDatabasePool, sql } from '../shared/db/pool.ts';
 import { criarEndpoint } from '../shared/db/webhooks.ts';
-import { createAccount } from '../test/helpers/fixtures.ts';
+import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
 import { BOSS_SCHEMA } from '../worker/boss.ts';
 import { benchDatabase, percentile, writeSection } from './lib.ts';
 
@@ -24,11 +24,10 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 
 const db = await benchDatabase('webhooks');
 const pool = await createDatabasePool(db.url, { size: 4, statementTimeoutMs: 120_000, applicationName: 'bench' });
-await pool.query(sql.unsafe`
-  INSERT INTO planos (id, nome, chaves_ativas, webhook_endpoints, leituras_por_minuto, escritas_por_minuto, chamadas_por_mes,
-                      rajada, rajada_recarga_por_segundo, simultaneas_por_chave, simultaneas_por_conta, entregas_webhook_por_hora)
-  VALUES ('bench_webhooks', 'Bench webhooks', 10, 10, 1000, 1000, 1000000, 100, 100, 10, 10, 100000000)
-  ON CONFLICT (id) DO NOTHING`);
+await createPlan(pool, 'bench_webhooks', {
+  chaves_ativas: 10, leituras_por_minuto: 1000, escritas_por_minuto: 1000, chamadas_por_mes: 1_000_000, rajada: 100,
+  rajada_recarga_por_segundo: 100, simultaneas_por_chave: 10, simultaneas_por_conta: 10, entregas_webhook_por_hora: 100_000_000,
+});
 
 // The receiver: answers 204 at once, verifies every signature, notes when each event arrived.
 const arrivals = new Map<string, number>();

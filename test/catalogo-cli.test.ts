@@ -1,5 +1,4 @@
 // The operator CLI for the catalog and stock: what it makes is what the API then shows.
-import { spawnSync } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
@@ -7,6 +6,7 @@ import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
+import { runOps } from './helpers/ops.ts';
 
 const test = suite('operator CLI: catalog and stock');
 let app: TestApp;
@@ -20,23 +20,10 @@ test.before(async () => {
 });
 test.after(async () => app.stop());
 
-function ops(...args: string[]): { code: number | null; json: any; stderr: string } {
-  const result = spawnSync(process.execPath, ['ops/cli.ts', ...args], {
-    env: { PATH: process.env.PATH, DATABASE_URL: app.db.url },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  let json: unknown = null;
-  try {
-    json = JSON.parse(result.stdout);
-  } catch {
-    json = null;
-  }
-  return { code: result.status, json, stderr: result.stderr };
-}
+const ops = (...args: string[]) => runOps(app.db.url, args);
 
-function ok(...args: string[]): any {
-  const result = ops(...args);
+async function ok(...args: string[]): Promise<any> {
+  const result = await ops(...args);
   assert.is(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
   return result.json;
 }
@@ -45,18 +32,18 @@ const get = (path: string) => request(`${app.baseUrl}${path}`, { token: conta.to
 
 test('creates and edits channels, a product, variations, parts and price tiers; the API shows them', async () => {
   const c = conta.contaId;
-  ids.canal = ok('canais', 'create', '--conta', c, '--nome', 'Marketplace X', '--tipo', 'marketplace', '--taxa-percentual-bps', '1600').id;
-  const canal = ok('canais', 'set', '--conta', c, '--canal', ids.canal, '--nome', 'Marketplace Y', '--ativo', 'false');
+  ids.canal = (await ok('canais', 'create', '--conta', c, '--nome', 'Marketplace X', '--tipo', 'marketplace', '--taxa-percentual-bps', '1600')).id;
+  const canal = await ok('canais', 'set', '--conta', c, '--canal', ids.canal, '--nome', 'Marketplace Y', '--ativo', 'false');
   assert.equal([canal.nome, canal.ativo, canal.taxa_percentual_bps], ['Marketplace Y', false, 1600]);
-  ids.produto = ok('produtos', 'create', '--conta', c, '--sku', 'CHAV-DRAG', '--nome', 'Chaveiro dragão').id;
-  ok('produtos', 'set', '--conta', c, '--produto', ids.produto, '--descricao', 'Articulado');
-  ids.variacao = ok('variacoes', 'create', '--conta', c, '--produto', ids.produto, '--sku', 'CHAV-DRAG-UN', '--nome', 'Unidade',
-    '--quantidade-minima', '5', '--multiplo', '5').id;
-  const v = ok('variacoes', 'set', '--conta', c, '--variacao', ids.variacao, '--multiplo', '10');
+  ids.produto = (await ok('produtos', 'create', '--conta', c, '--sku', 'CHAV-DRAG', '--nome', 'Chaveiro dragão')).id;
+  await ok('produtos', 'set', '--conta', c, '--produto', ids.produto, '--descricao', 'Articulado');
+  ids.variacao = (await ok('variacoes', 'create', '--conta', c, '--produto', ids.produto, '--sku', 'CHAV-DRAG-UN', '--nome', 'Unidade',
+    '--quantidade-minima', '5', '--multiplo', '5')).id;
+  const v = await ok('variacoes', 'set', '--conta', c, '--variacao', ids.variacao, '--multiplo', '10');
   assert.equal([v.quantidade_minima, v.multiplo], [5, 10]);
-  ids.parte = ok('partes', 'create', '--conta', c, '--variacao', ids.variacao, '--nome', 'Corpo').id;
-  ok('partes', 'set', '--conta', c, '--parte', ids.parte, '--quantidade', '2');
-  const precos = ok('precos', 'set', '--conta', c, '--variacao', ids.variacao, '--canal', ids.canal, '--faixas', '1:1500,20:1200');
+  ids.parte = (await ok('partes', 'create', '--conta', c, '--variacao', ids.variacao, '--nome', 'Corpo')).id;
+  await ok('partes', 'set', '--conta', c, '--parte', ids.parte, '--quantidade', '2');
+  const precos = await ok('precos', 'set', '--conta', c, '--variacao', ids.variacao, '--canal', ids.canal, '--faixas', '1:1500,20:1200');
   assert.equal(precos.faixas, [{ a_partir_de: 1, preco_centavos: 1500 }, { a_partir_de: 20, preco_centavos: 1200 }]);
 
   const api = await get(`/produtos/${ids.produto}`);
@@ -64,9 +51,9 @@ test('creates and edits channels, a product, variations, parts and price tiers; 
   assert.is(api.body.descricao, 'Articulado');
   assert.equal(api.body.variacoes[0].partes, [{ id: ids.parte, nome: 'Corpo', quantidade: 2 }]);
   assert.equal(api.body.variacoes[0].precos, [{ canal_id: ids.canal, faixas: precos.faixas }]);
-  assert.equal(ok('produtos', 'show', '--conta', c, '--produto', ids.produto), api.body, 'the CLI shows what the API shows');
+  assert.equal(await ok('produtos', 'show', '--conta', c, '--produto', ids.produto), api.body, 'the CLI shows what the API shows');
 
-  ok('precos', 'set', '--conta', c, '--variacao', ids.variacao, '--canal', ids.canal, '--faixas', '');
+  await ok('precos', 'set', '--conta', c, '--variacao', ids.variacao, '--canal', ids.canal, '--faixas', '');
   assert.equal((await get(`/produtos/${ids.produto}`)).body.variacoes[0].precos, [], 'empty tiers remove the channel');
 });
 
@@ -79,10 +66,10 @@ test('catalog changes made by the CLI emit their events, as the screen\'s would'
 
 test('creates materials and colors with their supply balances; edits them', async () => {
   const c = conta.contaId;
-  ids.material = ok('materiais', 'create', '--conta', c, '--nome', 'PETG', '--tipo', 'filamento', '--custo-por-kg-centavos', '15000').id;
-  assert.is(ok('materiais', 'set', '--conta', c, '--material', ids.material, '--custo-por-kg-centavos', '16000').custo_por_kg_centavos, 16000);
-  ids.cor = ok('cores', 'create', '--conta', c, '--material', ids.material, '--nome', 'Azul', '--hex', '#1565C0', '--saldo', '1200', '--minimo', '500').id;
-  assert.is(ok('cores', 'set', '--conta', c, '--cor', ids.cor, '--hex', '#0D47A1').hex, '#0D47A1');
+  ids.material = (await ok('materiais', 'create', '--conta', c, '--nome', 'PETG', '--tipo', 'filamento', '--custo-por-kg-centavos', '15000')).id;
+  assert.is((await ok('materiais', 'set', '--conta', c, '--material', ids.material, '--custo-por-kg-centavos', '16000')).custo_por_kg_centavos, 16000);
+  ids.cor = (await ok('cores', 'create', '--conta', c, '--material', ids.material, '--nome', 'Azul', '--hex', '#1565C0', '--saldo', '1200', '--minimo', '500')).id;
+  assert.is((await ok('cores', 'set', '--conta', c, '--cor', ids.cor, '--hex', '#0D47A1')).hex, '#0D47A1');
   const materiais = await get('/insumos/materiais');
   assert.equal(materiais.body.dados[0].cores, [{ id: ids.cor, nome: 'Azul', hex: '#0D47A1', ativa: true }]);
   assert.is(materiais.body.dados[0].custo_por_kg_centavos, 16000);
@@ -93,14 +80,14 @@ test('creates materials and colors with their supply balances; edits them', asyn
 
 test('supplies: create, set the minimum, buy, correct, and consume below the minimum (estoque.baixo once)', async () => {
   const c = conta.contaId;
-  ids.ima = ok('insumos', 'create', '--conta', c, '--tipo', 'componente', '--nome', 'Ímã', '--unidade', 'un', '--saldo', '30', '--minimo', '10').id;
-  assert.is(ok('insumos', 'set', '--conta', c, '--insumo', ids.ima, '--minimo', '20').minimo, 20);
-  assert.is(ok('insumos', 'move', '--conta', c, '--insumo', ids.ima, '--motivo', 'compra', '--quantidade', '5').saldo, 35);
-  assert.is(ok('insumos', 'move', '--conta', c, '--insumo', ids.ima, '--motivo', 'correcao', '--contado', '25').saldo, 25);
-  const consumed = ok('insumos', 'consume', '--conta', c, '--insumo', ids.ima, '--quantidade', '10');
+  ids.ima = (await ok('insumos', 'create', '--conta', c, '--tipo', 'componente', '--nome', 'Ímã', '--unidade', 'un', '--saldo', '30', '--minimo', '10')).id;
+  assert.is((await ok('insumos', 'set', '--conta', c, '--insumo', ids.ima, '--minimo', '20')).minimo, 20);
+  assert.is((await ok('insumos', 'move', '--conta', c, '--insumo', ids.ima, '--motivo', 'compra', '--quantidade', '5')).saldo, 35);
+  assert.is((await ok('insumos', 'move', '--conta', c, '--insumo', ids.ima, '--motivo', 'correcao', '--contado', '25')).saldo, 25);
+  const consumed = await ok('insumos', 'consume', '--conta', c, '--insumo', ids.ima, '--quantidade', '10');
   assert.equal([consumed.saldo, consumed.abaixo_do_minimo, consumed.movido], [15, true, -10]);
-  ok('insumos', 'consume', '--conta', c, '--insumo', ids.ima, '--quantidade', '1');
-  const tooMuch = ops('insumos', 'consume', '--conta', c, '--insumo', ids.ima, '--quantidade', '100');
+  await ok('insumos', 'consume', '--conta', c, '--insumo', ids.ima, '--quantidade', '1');
+  const tooMuch = await ops('insumos', 'consume', '--conta', c, '--insumo', ids.ima, '--quantidade', '100');
   assert.is(tooMuch.code, 1);
   assert.match(tooMuch.stderr, 'cannot go below zero');
   const avisos = await app.db.pool.oneFirst(sql.unsafe`
@@ -109,44 +96,44 @@ test('supplies: create, set the minimum, buy, correct, and consume below the min
   const movimentos = await app.db.pool.anyFirst(sql.type(z.object({ q: z.number() }))`
     SELECT quantidade AS q FROM insumo_movimentos WHERE insumo_id = ${ids.ima} ORDER BY criado_em`);
   assert.equal([...movimentos], [5, -10, -10, -1]);
-  assert.equal(ok('insumos', 'list', '--conta', c, '--abaixo-do-minimo', 'true').map((i: { id: string }) => i.id), [ids.ima]);
+  assert.equal((await ok('insumos', 'list', '--conta', c, '--abaixo-do-minimo', 'true')).map((i: { id: string }) => i.id), [ids.ima]);
 });
 
 test('stock: moves finished parts in the own or a consignment location; refusals exit 1 and move nothing', async () => {
   const c = conta.contaId;
-  const entrada = ok('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'entrada', '--quantidade', '20', '--motivo', 'outro');
+  const entrada = await ok('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'entrada', '--quantidade', '20', '--motivo', 'outro');
   assert.equal([entrada.saldo_antes, entrada.saldo_depois], [0, 20]);
-  const fora = ops('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'saida', '--quantidade', '5', '--motivo', 'venda_loja');
+  const fora = await ops('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'saida', '--quantidade', '5', '--motivo', 'venda_loja');
   assert.is(fora.code, 1);
   assert.match(fora.stderr, 'fora_do_multiplo');
-  const local = ok('locais', 'create', '--conta', c, '--nome', 'Loja parceira');
+  const local = await ok('locais', 'create', '--conta', c, '--nome', 'Loja parceira');
   assert.is(local.tipo, 'consignado');
-  ok('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'entrada', '--quantidade', '10', '--motivo', 'outro', '--local', local.id);
-  assert.is(ok('locais', 'list', '--conta', c).length, 2);
-  const saldos = ok('estoque', 'list', '--conta', c);
+  await ok('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'entrada', '--quantidade', '10', '--motivo', 'outro', '--local', local.id);
+  assert.is((await ok('locais', 'list', '--conta', c)).length, 2);
+  const saldos = await ok('estoque', 'list', '--conta', c);
   assert.equal(saldos.map((s: { local_tipo: string; saldo: number }) => [s.local_tipo, s.saldo]), [['proprio', 20], ['consignado', 10]]);
   const via = await app.db.pool.anyFirst(sql.type(z.object({ via: z.string() }))`
     SELECT DISTINCT via FROM estoque_movimentos WHERE conta_id = ${c}`);
   assert.equal([...via], ['tela']);
 
   const outra = await createAccount(app.db.pool);
-  const alheia = ops('estoque', 'move', '--conta', outra.contaId, '--variacao', ids.variacao, '--tipo', 'entrada', '--quantidade', '10', '--motivo', 'outro');
+  const alheia = await ops('estoque', 'move', '--conta', outra.contaId, '--variacao', ids.variacao, '--tipo', 'entrada', '--quantidade', '10', '--motivo', 'outro');
   assert.is(alheia.code, 1);
   assert.match(alheia.stderr, 'referencia_invalida');
-  const bad = ops('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'ajuste', '--quantidade', '3', '--motivo', 'correcao');
+  const bad = await ops('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'ajuste', '--quantidade', '3', '--motivo', 'correcao');
   assert.is(bad.code, 64);
   assert.match(bad.stderr, '--quantidade');
 });
 
-test('an id of another account is "not found" for every edit', () => {
-  const outra = ops('contas', 'create', '--nome', 'Outra', '--plano', 'farm').json;
+test('an id of another account is "not found" for every edit', async () => {
+  const outra = (await ops('contas', 'create', '--nome', 'Outra', '--plano', 'farm')).json;
   for (const args of [
     ['canais', 'set', '--canal', ids.canal], ['produtos', 'set', '--produto', ids.produto], ['variacoes', 'set', '--variacao', ids.variacao],
     ['partes', 'set', '--parte', ids.parte], ['materiais', 'set', '--material', ids.material], ['cores', 'set', '--cor', ids.cor],
     ['insumos', 'set', '--insumo', ids.ima],
   ]) {
     const [resource = '', verb = '', flag = '', id = ''] = args;
-    const res = ops(resource, verb, '--conta', outra.id, flag, id, '--nome', 'x');
+    const res = await ops(resource, verb, '--conta', outra.id, flag, id, '--nome', 'x');
     assert.is(res.code, 64, args.join(' '));
     assert.match(res.stderr, 'not found in this account');
   }

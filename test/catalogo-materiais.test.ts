@@ -121,10 +121,10 @@ test('lists cost 1 up to limite 25 and with one filter, 3 above 25 or with two f
     ['/canais?limite=100', 3],
   ];
   for (const [path, units] of cases) {
-    await settled();
+    await settled(app);
     const antes = await lerUso(app.db.pool, conta.contaId, conta.chaveId);
     assert.is((await get(path)).status, 200, path);
-    await settled();
+    await settled(app);
     const { mes, rajada } = cobrado(antes, await lerUso(app.db.pool, conta.contaId, conta.chaveId));
     assert.is(mes, units, `${path}: month`);
     assert.is(rajada, units, `${path}: burst`);

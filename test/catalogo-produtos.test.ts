@@ -162,10 +162,10 @@ test('GET /produtos costs 1 plus 1 per 25 products returned; GET /produtos/{id} 
   for (let i = 0; i < 30; i++) await criarProdutoCompleto(app.db.pool, medidor.contaId);
   const first = (await get('/produtos?limite=1', medidor.token)).body.dados[0].id;
   const charged = async (path: string, headers: Record<string, string> = {}) => {
-    await settled();
+    await settled(app);
     const antes = await lerUso(app.db.pool, medidor.contaId, medidor.chaveId);
     const res = await get(path, medidor.token, headers);
-    await settled();
+    await settled(app);
     return { res, ...cobrado(antes, await lerUso(app.db.pool, medidor.contaId, medidor.chaveId)) };
   };
   const cases: [string, number, number][] = [
@@ -196,7 +196,7 @@ test('admission charges /produtos from limite before the page is known (RateLimi
   assert.is(res.status, 200);
   assert.equal(res.body.dados, []);
   assert.match(res.headers.get('ratelimit') ?? '', /^"rajada";r=0;/);
-  await settled();
+  await settled(app);
   const mes = await app.db.pool.oneFirst(sql.unsafe`SELECT chamadas FROM uso_mensal WHERE conta_id = ${pobre.contaId}`);
   assert.is(mes, 1, 'an empty page is settled to 1 unit');
 });

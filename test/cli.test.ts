@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { request } from './helpers/http.ts';
+import { runOps } from './helpers/ops.ts';
 
 const test = suite('operator CLI');
 let app: TestApp;
@@ -12,22 +12,7 @@ test.before(async () => {
 });
 test.after(async () => app.stop());
 
-// Asynchronous, so the server in this process keeps serving (and closing idle sockets) meanwhile.
-function ops(...args: string[]): Promise<{ code: number | null; json: any; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['ops/cli.ts', ...args], { env: { PATH: process.env.PATH, DATABASE_URL: app.db.url }, timeout: 30_000 },
-      (error, stdout, stderr) => {
-        let json: unknown = null;
-        try {
-          json = JSON.parse(stdout);
-        } catch {
-          json = null;
-        }
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, json, stderr });
-      });
-  });
-}
+const ops = (...args: string[]) => runOps(app.db.url, args);
 
 test('creates an account, a user and a key whose token works once shown', async () => {
   const conta = await ops('contas', 'create', '--nome', 'Farm do CLI', '--plano', 'bancada');

@@ -263,10 +263,10 @@ test('Idempotency-Key: a repeated creation returns the same quotation, replayed,
 test('costs: a creation 5, a status change 2, a read 1, a list with two filters 3, a repetition or a 304 nothing in the month', async () => {
   const medidor = await createAccount(app.db.pool, { plano: await planoMedidor(app.db.pool) });
   const medir = async (call: () => Promise<{ status: number; headers: Headers }>) => {
-    await settled();
+    await settled(app);
     const antes = await lerUso(app.db.pool, medidor.contaId, medidor.chaveId);
     const res = await call();
-    await settled();
+    await settled(app);
     return { status: res.status, etag: res.headers.get('etag'), ...cobrado(antes, await lerUso(app.db.pool, medidor.contaId, medidor.chaveId)) };
   };
   await get('/saude', medidor.token);

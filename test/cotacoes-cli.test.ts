@@ -1,6 +1,5 @@
 // The application's side through the operator CLI, as a real process: the screen (tela), the
 // customer's link (link) and the expiry routine (rotina), each change with its events.
-import { execFile } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from '../shared/db/pool.ts';
@@ -9,6 +8,7 @@ import { criarCanalDeTeste, criarProdutoCompleto } from './helpers/catalogo.ts';
 import { eventosDe } from './helpers/cotacoes.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
+import { runOps } from './helpers/ops.ts';
 
 const test = suite('quotations and production through the operator CLI');
 let app: TestApp;
@@ -20,23 +20,7 @@ test.before(async () => {
 });
 test.after(async () => app.stop());
 
-// Asynchronous, so the server in this process keeps serving (and closing idle keep-alive sockets
-// on time) while a command runs; a blocked event loop makes the next fetch reuse a dying socket.
-function ops(...args: string[]): Promise<{ code: number | null; json: any; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['ops/cli.ts', ...args], { env: { PATH: process.env.PATH, DATABASE_URL: app.db.url }, timeout: 60_000 },
-      (error, stdout, stderr) => {
-        let json: unknown = null;
-        try {
-          json = JSON.parse(stdout);
-        } catch {
-          json = null;
-        }
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, json, stderr });
-      });
-  });
-}
+const ops = (...args: string[]) => runOps(app.db.url, args);
 
 async function ok(...args: string[]): Promise<any> {
   const result = await ops(...args);

@@ -149,10 +149,10 @@ test('cost: 1 with one filter, 3 with two filters or limite above 25', async () 
     ['/estoque-insumos?limite=100', 3],
   ];
   for (const [path, units] of cases) {
-    await settled();
+    await settled(app);
     const antes = await lerUso(app.db.pool, conta.contaId, conta.chaveId);
     assert.is((await get(path)).status, 200, path);
-    await settled();
+    await settled(app);
     const { mes, rajada } = cobrado(antes, await lerUso(app.db.pool, conta.contaId, conta.chaveId));
     assert.equal([mes, rajada], [units, units], path);
   }

@@ -245,10 +245,10 @@ test('a movement costs 2 units; a repetition 1 in the burst and 0 in the month',
   await post({ tipo: 'entrada', variacao_id: variacao, quantidade: 1, motivo: 'outro' });
   const body = { tipo: 'entrada', variacao_id: variacao, quantidade: 1, motivo: 'outro' };
   const charged = async (key: string) => {
-    await settled();
+    await settled(app);
     const antes = await lerUso(app.db.pool, conta.contaId, conta.chaveId);
     const res = await post(body, { key });
-    await settled();
+    await settled(app);
     return { status: res.status, ...cobrado(antes, await lerUso(app.db.pool, conta.contaId, conta.chaveId)) };
   };
   assert.equal(await charged('custo'), { status: 201, mes: 2, rajada: 2 });

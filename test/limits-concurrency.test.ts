@@ -9,7 +9,7 @@ import { freePort } from '../shared/db/embedded.ts';
 import { sql } from '../shared/db/pool.ts';
 import { createLogger } from '../shared/log.ts';
 import { startTestApp, testConfig, type TestApp } from './helpers/app.ts';
-import { createAccount } from './helpers/fixtures.ts';
+import { createAccount, createPlan } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
 import { slowProbe, slowRoutes } from './helpers/probe-routes.ts';
 
@@ -23,10 +23,10 @@ test.before(async () => {
   const config = await testConfig({ DATABASE_URL: app.db.url });
   second = await startWeb(config, app.db.url, createLogger('silent', 'second'), [...routes, ...slowRoutes]);
   secondUrl = config.baseUrl;
-  await app.db.pool.query(sql.unsafe`
-    INSERT INTO planos (id, nome, chaves_ativas, webhook_endpoints, leituras_por_minuto, escritas_por_minuto, chamadas_por_mes,
-                        rajada, rajada_recarga_por_segundo, simultaneas_por_chave, simultaneas_por_conta, entregas_webhook_por_hora)
-    VALUES ('concorrencia', 'Concorrência', 5, 1, 40, 10, 1000000, 1000, 1, 3, 3, 100)`);
+  await createPlan(app.db.pool, 'concorrencia', {
+    chaves_ativas: 5, leituras_por_minuto: 40, escritas_por_minuto: 10, chamadas_por_mes: 1000000, rajada: 1000,
+    rajada_recarga_por_segundo: 1, simultaneas_por_chave: 3, simultaneas_por_conta: 3,
+  });
 });
 test.after(async () => {
   await second.stop();

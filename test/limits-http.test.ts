@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { createAccount, type TestAccount } from './helpers/fixtures.ts';
+import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
 import { probeRoutes, slowRoutes } from './helpers/probe-routes.ts';
 import { startSmtpReceiver, type SmtpReceiver } from './helpers/smtp.ts';
@@ -39,7 +39,8 @@ const usage = (account: TestAccount) =>
            coalesce((SELECT used FROM minute_windows WHERE conta_id = ${account.contaId} AND classe = 'leitura'), 0)::int AS leitura,
            coalesce((SELECT used FROM minute_windows WHERE conta_id = ${account.contaId} AND classe = 'escrita'), 0)::int AS escrita`);
 
-const settled = () => new Promise((resolve) => setTimeout(resolve, 60));
+/** Settlements are batched: write them now rather than wait for the batch. */
+const settled = () => app.web.flush();
 
 /** Counters per minute restart with each minute: a comparison must not straddle one. */
 async function awayFromMinuteBoundary(): Promise<void> {
@@ -53,10 +54,7 @@ const burstCharged = (before: { tokens: number; at: number }, after: { tokens: n
 
 /** Accounts on a plan like Farm with a burst too deep to fill, so refills never hide a charge. */
 async function deepBurstAccount(): Promise<TestAccount> {
-  await app.db.pool.query(sql.unsafe`
-    INSERT INTO planos SELECT 'fundo', 'Fundo', api_disponivel, 50, webhook_endpoints, leituras_por_minuto, escritas_por_minuto,
-           chamadas_por_mes, 1000000, 5, simultaneas_por_chave, simultaneas_por_conta, entregas_webhook_por_hora
-      FROM planos WHERE id = 'farm' ON CONFLICT (id) DO NOTHING`);
+  await createPlan(app.db.pool, 'fundo', { chaves_ativas: 50, rajada: 1000000 });
   return createAccount(app.db.pool, { plano: 'fundo' });
 }
 

@@ -125,10 +125,10 @@ test('a 304 has no body and costs 1 in the burst and nothing in the month (uso_m
   };
   const primeira = await get(`/pedidos-producao/${id}`, medidor.token);
   const etag = primeira.headers.get('etag') ?? '';
-  await settled();
+  await settled(app);
   const antes = await lerUso(app.db.pool, medidor.contaId, medidor.chaveId);
   const res = await get(`/pedidos-producao/${id}`, medidor.token, { 'if-none-match': etag });
-  await settled();
+  await settled(app);
   const custo = cobrado(antes, await lerUso(app.db.pool, medidor.contaId, medidor.chaveId));
   assert.is(res.status, 304);
   assert.is(res.text, '');

@@ -211,10 +211,10 @@ test('a creation costs 5 units, its idempotent repetition nothing in the month',
   await request(`${app.baseUrl}/saude`, { token: medidor.token });
   const body = { tipo: 'estoque', itens: [{ tipo: 'avulso', nome: 'x', quantidade: 1 }] };
   for (const [esperado, mes] of [[201, 5], [201, 0]] as const) {
-    await settled();
+    await settled(app);
     const antes = await lerUso(app.db.pool, medidor.contaId, medidor.chaveId);
     const res = await post(body, medidor.token, { 'idempotency-key': 'custo-op' });
-    await settled();
+    await settled(app);
     const custo = cobrado(antes, await lerUso(app.db.pool, medidor.contaId, medidor.chaveId));
     assert.equal([res.status, custo.mes, custo.rajada], [esperado, mes, mes === 5 ? 5 : 1]);
   }

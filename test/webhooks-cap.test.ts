@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { createAccount, type TestAccount } from './helpers/fixtures.ts';
+import { createAccount, type TestAccount, createPlan } from './helpers/fixtures.ts';
 import { addEndpoint, emit, eventually, makeDue, startReceiver, type Receiver } from './helpers/receiver.ts';
 
 const test = suite('webhooks: deliveries per hour per account, capped by plan');
@@ -19,12 +19,7 @@ const Uso = z.object({ hora: z.string(), entregas: z.number() });
 test.before(async () => {
   receiver = await startReceiver();
   app = await startTestApp({ worker: true });
-  await app.db.pool.query(sql.unsafe`
-    INSERT INTO planos (id, nome, chaves_ativas, webhook_endpoints, leituras_por_minuto, escritas_por_minuto, chamadas_por_mes,
-                        rajada, rajada_recarga_por_segundo, simultaneas_por_chave, simultaneas_por_conta, entregas_webhook_por_hora)
-    SELECT 'tres_por_hora', 'Três por hora', chaves_ativas, webhook_endpoints, leituras_por_minuto, escritas_por_minuto, chamadas_por_mes,
-           rajada, rajada_recarga_por_segundo, simultaneas_por_chave, simultaneas_por_conta, 3
-      FROM planos WHERE id = 'farm'`);
+  await createPlan(app.db.pool, 'tres_por_hora', { entregas_webhook_por_hora: 3 });
   account = await createAccount(app.db.pool, { plano: 'tres_por_hora' });
   other = await createAccount(app.db.pool, { plano: 'tres_por_hora' });
   await addEndpoint(app.db.pool, receiver, { contaId: account.contaId, usuarioId: account.usuarioId, path: '/a' });

@@ -1,7 +1,7 @@
 // Routes without a scope: health, the caller's account and key, and the event type catalog.
 import { z } from 'zod';
 import { lerChave } from '../../shared/db/chaves.ts';
-import { lerPlanoDaConta } from '../../shared/db/contas.ts';
+import { lerPlanoDaConta, Plano } from '../../shared/db/contas.ts';
 import { sql } from '../../shared/db/pool.ts';
 import { ESCOPOS, PERMISSOES } from '../../shared/domain/acesso.ts';
 import { TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
@@ -36,18 +36,8 @@ const getSaude = defineRoute({
   }),
 });
 
-const Limites = z.object({
-  chaves_ativas: z.number().int(),
-  webhook_endpoints: z.number().int(),
-  leituras_por_minuto: z.number().int(),
-  escritas_por_minuto: z.number().int(),
-  chamadas_por_mes: z.number().int(),
-  rajada: z.number().int(),
-  rajada_recarga_por_segundo: z.number().int(),
-  simultaneas_por_chave: z.number().int(),
-  simultaneas_por_conta: z.number().int(),
-  entregas_webhook_por_hora: z.number().int(),
-});
+// Every ceiling of the plan (contract §8.1), as operators set them in planos.
+const Limites = Plano.omit({ id: true, nome: true, api_disponivel: true });
 
 export const Conta = z.object({
   id: z.uuid(),

@@ -2,6 +2,7 @@
 // database after the process settled (settlements are batched a few milliseconds later).
 import { z } from 'zod';
 import { sql, type Db } from '../../shared/db/pool.ts';
+import { createPlan } from './fixtures.ts';
 
 export type Uso = { mes: number; tokens: number; at: number };
 
@@ -11,19 +12,18 @@ export const lerUso = (db: Db, contaId: string, chaveId: string): Promise<Uso> =
            coalesce((SELECT tokens FROM rate_buckets WHERE chave_id = ${chaveId}), 0)::float8 AS tokens,
            coalesce((SELECT extract(epoch FROM refreshed_at) FROM rate_buckets WHERE chave_id = ${chaveId}), 0)::float8 AS at`);
 
-export const settled = () => new Promise((resolve) => setTimeout(resolve, 80));
+/** Settlements are batched: write them now instead of waiting for the batch. */
+export const settled = (app: { web: { flush(): Promise<void> } }) => app.web.flush();
 
 /**
  * A plan whose burst is too deep to fill and refills slowly, so the bucket's fall shows exactly
  * what a call took; every other ceiling is out of the way.
  */
 export async function planoMedidor(db: Db, id = 'medidor'): Promise<string> {
-  await db.query(sql.unsafe`
-    INSERT INTO planos (id, nome, chaves_ativas, webhook_endpoints, leituras_por_minuto, escritas_por_minuto,
-                        chamadas_por_mes, rajada, rajada_recarga_por_segundo, simultaneas_por_chave,
-                        simultaneas_por_conta, entregas_webhook_por_hora)
-    VALUES (${id}, 'Medidor', 10, 10, 1000000, 1000000, 100000000, 1000000, 1, 200, 200, 5000)
-    ON CONFLICT (id) DO NOTHING`);
+  await createPlan(db, id, {
+    leituras_por_minuto: 1000000, escritas_por_minuto: 1000000, chamadas_por_mes: 100000000, rajada: 1000000,
+    rajada_recarga_por_segundo: 1, simultaneas_por_chave: 200, simultaneas_por_conta: 200,
+  });
   return id;
 }
 
