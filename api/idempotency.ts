@@ -2,6 +2,11 @@
 // body (RFC 8785, so key order and spacing never make a conflict), the status and the created id
 // are kept 24 h — never the body or the response. A repetition gets the same status and the
 // resource read again; a business refusal is replayed with its status and codigo.
+//
+// How: the POST's transaction starts with api_write_begin, which takes a transaction-scoped lock on
+// the key without waiting (held: 409) and reads the record an earlier request left. The record is
+// written in the same transaction as the change, so both commit or neither does; a process that
+// dies mid-request leaves no record and no lock behind.
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { z } from 'zod';
@@ -10,8 +15,6 @@ import { ApiError, type Motivo } from '../shared/errors.ts';
 import type { Caller } from './routes/types.ts';
 
 export const IDEMPOTENCY_KEY_MAX = 64;
-/** How long a running request holds its key; past it, a repetition may take over (its process died). */
-const LEASE_SECONDS = 60;
 
 const keyHeader = z
   .string()
@@ -27,15 +30,17 @@ export function bodyHash(body: unknown): Buffer {
   return createHash('sha256').update(canonicalize(body) ?? '').digest();
 }
 
-export type Started =
+/** A request with an Idempotency-Key: the key, the route it was used on, the body's hash. */
+export type KeyedRequest = { key: string; route: string; hash: Buffer };
+
+export type Begun =
   | { kind: 'new' }
   | { kind: 'replay'; status: number; resourceId: string | null; codigo: string | null; motivo: string | null };
 
-const Row = z.object({
-  claimed: z.boolean(),
-  route: z.string(),
-  request_hash: z.instanceof(Buffer),
-  state: z.enum(['in_progress', 'completed']),
+const BeginRow = z.object({
+  outcome: z.enum(['new', 'running', 'done']),
+  route: z.string().nullable(),
+  request_hash: z.instanceof(Buffer).nullable(),
   status_code: z.number().nullable(),
   resource_id: z.string().nullable(),
   codigo: z.string().nullable(),
@@ -43,53 +48,51 @@ const Row = z.object({
 });
 
 /**
- * Claims the key for this request, or says why not: a completed record is replayed, a running one
- * is 409, a different body (or route) is 422. An expired record, or a running one whose lease has
- * passed, is taken over. One round trip (api_idempotency_start).
+ * The first statement of a POST's transaction: who makes the change (for the triggers), and with a
+ * key, whether this request runs (new), repeats an earlier one (replay), is still running elsewhere
+ * (409) or reuses the key for another body (422).
  */
-export async function startIdempotent(db: Db, caller: Caller, key: string, route: string, hash: Buffer): Promise<Started> {
-  const row = await db.maybeOne(sql.type(Row)`
-    SELECT * FROM api_idempotency_start(${caller.contaId}, ${caller.chaveId}, ${key}, ${route}, ${sql.binary(hash)}, ${LEASE_SECONDS})`);
-  if (row?.claimed) return { kind: 'new' };
-  // Expired and purged between the claim and the read: claim it again.
-  if (!row) return startIdempotent(db, caller, key, route, hash);
-  if (row.route !== route || !row.request_hash.equals(hash)) {
-    throw new ApiError(422, 'idempotencia_conflito', 'Esta Idempotency-Key já foi usada com outro corpo ou em outra operação.');
-  }
-  if (row.state === 'in_progress') {
+export async function beginWrite(tx: Db, caller: Caller, keyed: KeyedRequest | null): Promise<Begun> {
+  const row = await tx.one(sql.prepared('api_write_begin', BeginRow)`
+    SELECT * FROM api_write_begin(${caller.contaId}, ${caller.chaveId}, ${keyed?.key ?? null})`);
+  if (row.outcome === 'new' || !keyed) return { kind: 'new' };
+  if (row.outcome === 'running') {
     throw new ApiError(409, 'idempotencia_em_andamento', 'Uma requisição com esta Idempotency-Key ainda está em andamento; repita em instantes.', {
       retryAfter: 1,
     });
   }
+  if (row.route !== keyed.route || !row.request_hash?.equals(keyed.hash)) {
+    throw new ApiError(422, 'idempotencia_conflito', 'Esta Idempotency-Key já foi usada com outro corpo ou em outra operação.');
+  }
   return { kind: 'replay', status: row.status_code ?? 200, resourceId: row.resource_id, codigo: row.codigo, motivo: row.motivo };
 }
 
-/** Marks the key done, in the transaction of the change itself: both commit or neither does. */
-export async function completeIdempotent(db: Db, caller: Caller, key: string, status: number, resourceId: string | null): Promise<void> {
-  await db.query(sql.typeAlias('void')`
-    UPDATE idempotency_keys SET state = 'completed', lease_until = NULL, status_code = ${status}, resource_id = ${resourceId}
-     WHERE conta_id = ${caller.contaId} AND chave_id = ${caller.chaveId} AND key = ${key}`);
+/** Keeps how the request ended: in its transaction for a success, alone for a business refusal. */
+export async function recordOutcome(
+  db: Db,
+  caller: Caller,
+  keyed: KeyedRequest,
+  outcome: { status: number; resourceId?: string | null; codigo?: string | null; motivo?: string | null },
+): Promise<void> {
+  await db.query(sql.prepared('api_idempotency_record', z.looseObject({}))`
+    SELECT FROM api_idempotency_record(${caller.contaId}, ${caller.chaveId}, ${keyed.key}, ${keyed.route},
+      ${sql.binary(keyed.hash)}, ${outcome.status}, ${outcome.resourceId ?? null}, ${outcome.codigo ?? null}, ${outcome.motivo ?? null})`);
 }
 
-/** A business refusal is kept and replayed; anything else frees the key for a retry. */
-export async function finishRefused(db: Db, caller: Caller, key: string, error: unknown): Promise<void> {
-  if (error instanceof ApiError && error.status >= 400 && error.status < 500) {
-    await db.query(sql.typeAlias('void')`
-      UPDATE idempotency_keys SET state = 'completed', lease_until = NULL, status_code = ${error.status},
-             codigo = ${error.codigo}, motivo = ${error.motivo ?? null}
-       WHERE conta_id = ${caller.contaId} AND chave_id = ${caller.chaveId} AND key = ${key}`);
-    return;
-  }
-  await db.query(sql.typeAlias('void')`
-    DELETE FROM idempotency_keys WHERE conta_id = ${caller.contaId} AND chave_id = ${caller.chaveId} AND key = ${key}
-       AND state = 'in_progress'`);
+/** A business refusal (4xx) is kept and replayed; anything else leaves the key free for a retry. */
+export async function recordRefusal(db: Db, caller: Caller, keyed: KeyedRequest, error: unknown): Promise<void> {
+  if (!(error instanceof ApiError) || error.status < 400 || error.status >= 500) return;
+  // Not for the key's own 409 (still running elsewhere) or 422 (another body): those are not this
+  // request's outcome.
+  if (error.codigo === 'idempotencia_em_andamento' || error.codigo === 'idempotencia_conflito') return;
+  await recordOutcome(db, caller, keyed, { status: error.status, codigo: error.codigo, motivo: error.motivo ?? null });
 }
 
 /** The refusal a repetition answers with: same status, codigo and motivo as the first time. */
-export function replayedRefusal(started: Extract<Started, { kind: 'replay' }>): ApiError {
-  return new ApiError(started.status, (started.codigo ?? 'saldo_insuficiente') as ApiError['codigo'],
+export function replayedRefusal(begun: Extract<Begun, { kind: 'replay' }>): ApiError {
+  return new ApiError(begun.status, (begun.codigo ?? 'saldo_insuficiente') as ApiError['codigo'],
     'Repetição de uma requisição recusada: a resposta é a mesma da primeira vez.', {
-      motivo: (started.motivo ?? undefined) as Motivo | undefined,
+      motivo: (begun.motivo ?? undefined) as Motivo | undefined,
       headers: { 'Idempotent-Replayed': 'true' },
     });
 }

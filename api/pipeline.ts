@@ -5,11 +5,10 @@ import { ApiError, fromDatabaseError } from '../shared/errors.ts';
 import { admit } from './admission.ts';
 import { isUnavailable } from './breaker.ts';
 import { BODY_DEADLINE_MS, MAX_BODY_BYTES, readJsonBody } from './body.ts';
-import { bodyHash, completeIdempotent, finishRefused, replayedRefusal, startIdempotent } from './idempotency.ts';
+import { beginWrite, bodyHash, recordOutcome, recordRefusal, replayedRefusal, type KeyedRequest } from './idempotency.ts';
 import { settlementFor, type Billing, type Charge } from './limits.ts';
 import { requestState, type RequestState } from './request-state.ts';
 import { writeProblem, writeReply } from './respond.ts';
-import { sql } from '../shared/db/pool.ts';
 import type { AnyRoute, Deps, Reply, RouteContext } from './routes/types.ts';
 import { validateInput } from './validate.ts';
 
@@ -62,43 +61,40 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
     db: deps.pool,
   };
   const key = route.idempotency ? (input.headers as Record<string, string | undefined>)['idempotency-key'] : undefined;
-  const reply = key ? await runIdempotent(route, ctx, key, bodyHash(body), state) : await runHandler(route, ctx);
+  const keyed = key ? { key, route: route.operationId, hash: bodyHash(body) } : null;
+  const reply = route.method === 'GET' ? await route.handler(ctx) : await runWrite(route, ctx, keyed, state);
   if (deps.config.VALIDATE_RESPONSES) checkReply(route, reply);
   if (reply.billing) settle(deps, state, admission.charge, reply.billing);
   writeReply(res, reply, state.headers);
 }
 
-/** A POST runs in one transaction that tells the database's triggers who is making the change. */
-async function runHandler(route: AnyRoute, ctx: RouteContext<unknown, unknown, unknown, unknown>, key?: string): Promise<Reply> {
-  if (route.method === 'GET') return route.handler(ctx);
-  return ctx.deps.pool.transaction(async (tx) => {
-    await tx.query(sql.typeAlias('void')`
-      SELECT set_config('app.via', 'api', true), set_config('app.chave_id', ${ctx.caller.chaveId}, true)`);
-    const reply = await route.handler({ ...ctx, db: tx });
-    if (key) await completeIdempotent(tx, ctx.caller, key, reply.status, reply.resourceId ?? null);
-    return reply;
-  });
-}
-
-async function runIdempotent(
+/**
+ * A POST runs in one transaction that starts by telling the database's triggers who makes the
+ * change and, with an Idempotency-Key, by claiming the key; the change and the key's record commit
+ * together. A business refusal is recorded afterwards, on its own.
+ */
+async function runWrite(
   route: AnyRoute,
   ctx: RouteContext<unknown, unknown, unknown, unknown>,
-  key: string,
-  hash: Buffer,
+  keyed: KeyedRequest | null,
   state: RequestState,
 ): Promise<Reply> {
-  const started = await startIdempotent(ctx.deps.pool, ctx.caller, key, route.operationId, hash);
-  if (started.kind === 'replay') {
-    // A repetition costs like a read (contract §8.2), whatever the first answer was.
-    state.billing = 'replay';
-    if (started.status >= 400) throw replayedRefusal(started);
-    const body = route.replay && started.resourceId ? await route.replay(ctx, started.resourceId) : undefined;
-    return { status: started.status, body, headers: { 'Idempotent-Replayed': 'true' }, billing: 'replay' };
-  }
   try {
-    return await runHandler(route, ctx, key);
+    return await ctx.deps.pool.transaction(async (tx) => {
+      const begun = await beginWrite(tx, ctx.caller, keyed);
+      if (begun.kind === 'replay') {
+        // A repetition costs like a read (contract §8.2), whatever the first answer was.
+        state.billing = 'replay';
+        if (begun.status >= 400) throw replayedRefusal(begun);
+        const body = route.replay && begun.resourceId ? await route.replay({ ...ctx, db: tx }, begun.resourceId) : undefined;
+        return { status: begun.status, body, headers: { 'Idempotent-Replayed': 'true' }, billing: 'replay' };
+      }
+      const reply = await route.handler({ ...ctx, db: tx });
+      if (keyed) await recordOutcome(tx, ctx.caller, keyed, { status: reply.status, resourceId: reply.resourceId ?? null });
+      return reply;
+    });
   } catch (error) {
-    await finishRefused(ctx.deps.pool, ctx.caller, key, error);
+    if (keyed && state.billing !== 'replay') await recordRefusal(ctx.deps.pool, ctx.caller, keyed, error);
     throw error;
   }
 }

@@ -5,7 +5,7 @@
 // the same database, in the same run. Then GET /v1/produtos?limite=100 (a full page of products
 // with variations, parts and price tiers). Figures are reported, never asserted.
 import { randomUUID } from 'node:crypto';
-import { bodyHash, completeIdempotent, startIdempotent } from '../api/idempotency.ts';
+import { beginWrite, bodyHash, recordOutcome } from '../api/idempotency.ts';
 import { hashToken } from '../shared/domain/chaves.ts';
 import { movimentar } from '../shared/db/estoque.ts';
 import { createDatabasePool, sql } from '../shared/db/pool.ts';
@@ -105,12 +105,11 @@ async function breakdown(): Promise<Record<string, number>> {
     const key = randomUUID();
     await time('admission (api_admit)', () => pool.query(sql.unsafe`
       SELECT * FROM api_admit(${sql.binary(hashToken(alvo.token))}, 'estoque:escrever', 'estoque_produtos.movimentar', 2, 'escrita', 'bench', ${sql.array([], 'uuid')})`));
-    await time('Idempotency-Key claim', () => startIdempotent(pool, caller, key, 'postEstoqueMovimento', bodyHash(body)));
+    const keyed = { key, route: 'postEstoqueMovimento', hash: bodyHash(body) };
     await time('transaction (BEGIN … COMMIT)', () => pool.transaction(async (tx) => {
-      await time('· set_config(app.via, app.chave_id)', () => tx.query(sql.unsafe`
-        SELECT set_config('app.via', 'api', true), set_config('app.chave_id', ${caller.chaveId}, true)`));
+      await time('· api_write_begin (origin, key lock, earlier record)', () => beginWrite(tx, caller, keyed));
       const result = await time('· estoque_movimentar()', () => movimentar(tx, caller.contaId, body));
-      await time('· Idempotency-Key completion', () => completeIdempotent(tx, caller, key, 201, result.ok ? result.movimento.id : null));
+      await time('· Idempotency-Key record', () => recordOutcome(tx, caller, keyed, { status: 201, resourceId: result.ok ? result.movimento.id : null }));
     }));
   }
   for (let i = 0; i < 300; i++) {

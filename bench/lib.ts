@@ -63,7 +63,9 @@ export async function benchDatabase(name: string): Promise<BenchDatabase> {
 /** A Node process serving HTTP (started with node <script>), ready once `probe` answers. */
 export async function spawnServer(script: string, env: Record<string, string>, probe: string): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [script], {
+  // BENCH_NODE_ARGS (e.g. --cpu-prof) lets a profiler ride along without changing the benchmark.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],

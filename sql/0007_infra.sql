@@ -1,26 +1,24 @@
 -- Infrastructure: idempotency records, the request log and outgoing e-mail.
 
 -- Contract §4.2 rules 2-5: per API key, the body hash, the status and the created id (never the
--- body or the response). A row with state in_progress is a request still running; its lease lets
--- a later request take it over when the process that held it died.
+-- body or the response). A row is written when the request ends: with the change it guards, in the
+-- same transaction, or alone for a business refusal. A request still running holds a
+-- transaction-scoped advisory lock on its key instead of a row, so a process that dies leaves
+-- nothing to clean up: its transaction ends and the key is free.
 CREATE TABLE idempotency_keys (
   conta_id uuid NOT NULL,
   chave_id uuid NOT NULL,
   key text NOT NULL CHECK (length(key) BETWEEN 1 AND 64),
   route text NOT NULL,
   request_hash bytea NOT NULL CHECK (length(request_hash) = 32),
-  state text NOT NULL DEFAULT 'in_progress' CHECK (state IN ('in_progress', 'completed')),
-  lease_until timestamptz,
-  status_code int CHECK (status_code BETWEEN 200 AND 499),
+  status_code int NOT NULL CHECK (status_code BETWEEN 200 AND 499),
   resource_id uuid,
   codigo text,
   motivo text,
   created_at timestamptz NOT NULL DEFAULT now(),
   expires_at timestamptz NOT NULL DEFAULT now() + interval '24 hours',
   PRIMARY KEY (conta_id, chave_id, key),
-  FOREIGN KEY (conta_id, chave_id) REFERENCES chaves_api (conta_id, id) ON DELETE CASCADE,
-  CHECK ((state = 'completed') = (status_code IS NOT NULL)),
-  CHECK ((state = 'in_progress') = (lease_until IS NOT NULL))
+  FOREIGN KEY (conta_id, chave_id) REFERENCES chaves_api (conta_id, id) ON DELETE CASCADE
 );
 CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at);
 
@@ -72,34 +70,45 @@ END $$;
 CREATE TRIGGER outgoing_emails_notify AFTER INSERT ON outgoing_emails
   FOR EACH STATEMENT EXECUTE FUNCTION outgoing_emails_notify();
 
--- Claims an Idempotency-Key for a request in one round trip (api/idempotency.ts): a new or
--- abandoned key is taken (state in_progress with a lease); otherwise the existing record is
--- returned for the caller to replay, refuse as a conflict, or answer 409.
--- The claim commits without waiting for the WAL flush: if a crash lost it, the change it guards
--- never happened either (that change's own durable commit would have flushed the claim first).
-CREATE FUNCTION api_idempotency_start(
-  p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea, p_lease_seconds int
-) RETURNS TABLE (claimed boolean, route text, request_hash bytea, state text, status_code int,
-                 resource_id uuid, codigo text, motivo text)
+-- The first statement of a POST's transaction (api/pipeline.ts): declares who makes the change
+-- (app.via, app.chave_id: the triggers' origem) and, with an Idempotency-Key, takes the key's lock
+-- without waiting and reads what an earlier request with it left. outcome: new (go on), running
+-- (another request holds the key: 409), or done (the record: replay it, or 422 for another body).
+CREATE FUNCTION api_write_begin(p_conta_id uuid, p_chave_id uuid, p_key text)
+RETURNS TABLE (outcome text, route text, request_hash bytea, status_code int, resource_id uuid, codigo text, motivo text)
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);
-  RETURN QUERY
-  INSERT INTO idempotency_keys AS k (conta_id, chave_id, key, route, request_hash, lease_until)
-  VALUES (p_conta_id, p_chave_id, p_key, p_route, p_hash, now() + make_interval(secs => p_lease_seconds))
-  ON CONFLICT (conta_id, chave_id, key) DO UPDATE
-     SET route = excluded.route, request_hash = excluded.request_hash, state = 'in_progress',
-         lease_until = excluded.lease_until, status_code = NULL, resource_id = NULL, codigo = NULL, motivo = NULL,
-         created_at = now(), expires_at = now() + interval '24 hours'
-   WHERE k.expires_at <= now()
-      OR (k.state = 'in_progress' AND k.lease_until < now()
-          AND k.request_hash = excluded.request_hash AND k.route = excluded.route)
-  RETURNING true, k.route, k.request_hash, k.state, k.status_code, k.resource_id, k.codigo, k.motivo;
-  IF FOUND THEN
+  PERFORM set_config('app.via', 'api', true), set_config('app.chave_id', p_chave_id::text, true);
+  IF p_key IS NULL THEN
+    RETURN QUERY SELECT 'new', NULL::text, NULL::bytea, NULL::int, NULL::uuid, NULL::text, NULL::text;
     RETURN;
   END IF;
+  IF NOT pg_try_advisory_xact_lock(hashtextextended(p_conta_id::text || p_chave_id::text || p_key, 7410204)) THEN
+    RETURN QUERY SELECT 'running', NULL::text, NULL::bytea, NULL::int, NULL::uuid, NULL::text, NULL::text;
+    RETURN;
+  END IF;
+  -- A statement of its own: its snapshot is taken after the lock, so it sees what the previous
+  -- holder committed.
   RETURN QUERY
-  SELECT false, k.route, k.request_hash, k.state, k.status_code, k.resource_id, k.codigo, k.motivo
+  SELECT 'done', k.route, k.request_hash, k.status_code, k.resource_id, k.codigo, k.motivo
     FROM idempotency_keys k
-   WHERE k.conta_id = p_conta_id AND k.chave_id = p_chave_id AND k.key = p_key;
+   WHERE k.conta_id = p_conta_id AND k.chave_id = p_chave_id AND k.key = p_key AND k.expires_at > now();
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'new', NULL::text, NULL::bytea, NULL::int, NULL::uuid, NULL::text, NULL::text;
+  END IF;
 END $$;
+
+-- Keeps how a request with an Idempotency-Key ended; an expired record of the key is replaced.
+CREATE FUNCTION api_idempotency_record(
+  p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea, p_status int, p_resource_id uuid,
+  p_codigo text, p_motivo text
+) RETURNS void
+LANGUAGE sql AS $$
+  INSERT INTO idempotency_keys AS k (conta_id, chave_id, key, route, request_hash, status_code, resource_id, codigo, motivo)
+  VALUES (p_conta_id, p_chave_id, p_key, p_route, p_hash, p_status, p_resource_id, p_codigo, p_motivo)
+  ON CONFLICT (conta_id, chave_id, key) DO UPDATE
+     SET route = excluded.route, request_hash = excluded.request_hash, status_code = excluded.status_code,
+         resource_id = excluded.resource_id, codigo = excluded.codigo, motivo = excluded.motivo,
+         created_at = now(), expires_at = now() + interval '24 hours'
+   WHERE k.expires_at <= now()
+$$;

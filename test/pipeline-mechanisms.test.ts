@@ -177,7 +177,7 @@ test('Idempotency-Key: 20 concurrent requests with one key create once; the othe
   assert.is(count, 1);
 });
 
-test('Idempotency-Key: required where the route says so, at most 64 characters; a dead request\'s key is taken over after its lease', async () => {
+test('Idempotency-Key: required where the route says so, at most 64 characters; a key is free again as soon as the request holding it ends', async () => {
   const missing = await post('/teste/idempotente', { nome: 'Sem chave' });
   assert.is(missing.status, 400);
   assert.ok(missing.body.erros.some((e: { campo: string }) => e.campo === 'idempotency-key'));
@@ -185,13 +185,18 @@ test('Idempotency-Key: required where the route says so, at most 64 characters; 
   assert.is(long.status, 400);
   assert.is((await post('/teste/idempotente', { nome: 'Exata' }, { 'idempotency-key': 'k'.repeat(64) })).status, 201);
 
-  // A request whose process died left its key in progress; after the lease a repetition runs it.
-  await app.db.pool.query(sql.unsafe`
-    INSERT INTO idempotency_keys (conta_id, chave_id, key, route, request_hash, lease_until)
-    VALUES (${account.contaId}, ${account.chaveId}, 'chave-orfa', 'probeIdempotent',
-            sha256(convert_to('{"nome":"Orfa"}', 'UTF8')), now() + interval '1 minute')`);
+  // A request still running holds its key; once its transaction ends (here: its process is gone and
+  // the transaction rolled back) the key is free at once, nothing to clean up.
+  let release: () => void = () => undefined;
+  const held = app.db.pool.transaction(async (tx) => {
+    await tx.query(sql.unsafe`SELECT * FROM api_write_begin(${account.contaId}, ${account.chaveId}, 'chave-orfa')`);
+    await new Promise<void>((resolve) => (release = resolve));
+    throw new Error('the process died');
+  }).catch(() => undefined);
+  await new Promise((r) => setTimeout(r, 50));
   assert.is((await post('/teste/idempotente', { nome: 'Orfa' }, { 'idempotency-key': 'chave-orfa' })).status, 409);
-  await app.db.pool.query(sql.unsafe`UPDATE idempotency_keys SET lease_until = now() - interval '1 second' WHERE key = 'chave-orfa'`);
+  release();
+  await held;
   assert.is((await post('/teste/idempotente', { nome: 'Orfa' }, { 'idempotency-key': 'chave-orfa' })).status, 201);
 });
 
