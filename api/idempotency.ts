@@ -37,6 +37,8 @@ export type Begun =
   | { kind: 'new' }
   | { kind: 'replay'; status: number; resourceId: string | null; codigo: string | null; motivo: string | null };
 
+const Nothing = z.looseObject({});
+
 const BeginRow = z.object({
   outcome: z.enum(['new', 'running', 'done']),
   route: z.string().nullable(),
@@ -74,7 +76,7 @@ export async function recordOutcome(
   keyed: KeyedRequest,
   outcome: { status: number; resourceId?: string | null; codigo?: string | null; motivo?: string | null },
 ): Promise<void> {
-  await db.query(sql.prepared('api_idempotency_record', z.looseObject({}))`
+  await db.query(sql.prepared('api_idempotency_record', Nothing)`
     SELECT FROM api_idempotency_record(${caller.contaId}, ${caller.chaveId}, ${keyed.key}, ${keyed.route},
       ${sql.binary(keyed.hash)}, ${outcome.status}, ${outcome.resourceId ?? null}, ${outcome.codigo ?? null}, ${outcome.motivo ?? null})`);
 }

@@ -1,7 +1,6 @@
 // The process side of the limits of contract §8: rate-limit headers, releasing concurrency slots,
 // keeping this process's slots alive, and settling what a request was charged beyond its final cost.
 import { serializeList } from 'structured-headers';
-import { z } from 'zod';
 import { sql, type Pool } from '../shared/db/pool.ts';
 import type { Logger } from '../shared/log.ts';
 import type { Cost } from './routes/types.ts';
@@ -182,7 +181,7 @@ export class LimitsBookkeeper {
 
   async #writeSettlements(items: Settlement[]): Promise<void> {
     const col = <T>(pick: (s: Settlement) => T) => items.map(pick);
-    await this.#pool.query(sql.type(z.object({}))`
+    await this.#pool.query(sql.typeAlias('void')`
       SELECT FROM api_settle(
         ${sql.array(col((s) => s.charge.chaveId), 'uuid')}, ${sql.array(col((s) => s.charge.contaId), 'uuid')},
         ${sql.array(col((s) => s.charge.classe), 'text')}, ${sql.array(col((s) => s.charge.windowStart), 'timestamptz')},

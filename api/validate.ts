@@ -35,6 +35,10 @@ function fieldName(path: PropertyKey[], location: Location): string {
     .join('');
 }
 
+// Without a query schema a route takes no parameters. Built once: constructing a zod schema
+// compiles its parser, which is far too costly to do per request.
+const NO_QUERY = z.object({}).strict();
+
 export type Parsed = { params: unknown; query: unknown; headers: unknown; body: unknown };
 
 export type RawInput = {
@@ -58,8 +62,7 @@ export function validateInput(schemas: Schemas, raw: RawInput): Parsed {
   };
   const query = queryObject(raw.query);
   erros.push(...query.erros);
-  // Without a query schema, a route takes no parameters at all.
-  const querySchema = schemas.query ?? z.object({}).strict();
+  const querySchema = schemas.query ?? NO_QUERY;
   const parsed: Parsed = {
     params: parse(schemas.params, raw.params, 'caminho'),
     query: parse(querySchema, query.value, 'query'),

@@ -112,7 +112,7 @@ export async function recordResults(tx: Tx, results: readonly DeliveryResult[]):
     r.attempt?.startedAt.toISOString() ?? null, r.attempt?.durationMs ?? null, r.attempt?.succeeded ?? null,
     r.attempt?.responseStatus ?? null, r.attempt?.responseBody ?? null, r.attempt?.error ?? null,
   ]);
-  const recorded = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+  const recorded = await tx.anyFirst(sql.typeAlias('id')`
     WITH r AS (
       SELECT * FROM ${sql.unnest(tuples, ['uuid', 'uuid', 'uuid', 'text', 'text', 'timestamptz', 'text', 'timestamptz', 'int4', 'bool', 'int4', 'text', 'text'])}
         AS r (conta_id, delivery_id, job_id, kind, status, next_attempt_at, last_error,
