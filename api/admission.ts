@@ -28,6 +28,7 @@ const AdmissionRow = z.object({
   mes_q: int, mes_r: int, mes_t: int,
 });
 type AdmissionRow = z.infer<typeof AdmissionRow>;
+const AdmissionJson = z.object({ admission: AdmissionRow });
 
 export type AdmissionDeps = { pool: Pool; breaker: CircuitBreaker; limits: LimitsBookkeeper };
 
@@ -53,10 +54,12 @@ export async function admit(deps: AdmissionDeps, authorization: string | undefin
   let row: AdmissionRow;
   try {
     row = await deps.breaker.run(() =>
-      // A named prepared statement: parsed and planned once per connection, not per request.
-      deps.pool.one(sql.prepared('api_admit', AdmissionRow)`
-        SELECT * FROM api_admit(${sql.binary(hash)}, ${route.scope}, ${route.permission}, ${cost.units},
-                                ${classe}, ${deps.limits.holder}, ${sql.array(releases, 'uuid')})`),
+      // A named prepared statement: parsed and planned once per connection, not per request. One
+      // json column rather than 22: measured, it halves the client's CPU for this query.
+      deps.pool.oneFirst(sql.prepared('api_admit', AdmissionJson)`
+        SELECT to_json(a) AS admission
+          FROM api_admit(${sql.binary(hash)}, ${route.scope}, ${route.permission}, ${cost.units},
+                         ${classe}, ${deps.limits.holder}, ${sql.array(releases, 'uuid')}) a`),
     );
   } catch (error) {
     if (contaHint) deps.limits.returnReleases(contaHint, releases);
