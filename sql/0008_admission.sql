@@ -93,12 +93,14 @@ BEGIN
          c.bloqueada, c.api_ativa, c.plano_id, u.email,
          CASE WHEN u.ativo THEN u.permissoes ELSE '{}'::text[] END AS permissoes,
          p.api_disponivel, p.leituras_por_minuto, p.escritas_por_minuto, p.chamadas_por_mes, p.rajada,
-         p.rajada_recarga_por_segundo, p.simultaneas_por_chave, p.simultaneas_por_conta
+         p.rajada_recarga_por_segundo, p.simultaneas_por_chave, p.simultaneas_por_conta,
+         pl.api_enabled
     INTO k
     FROM chaves_api ch
     JOIN contas c ON c.id = ch.conta_id
     JOIN planos p ON p.id = c.plano_id
     JOIN usuarios u ON u.conta_id = ch.conta_id AND u.id = ch.usuario_id
+    CROSS JOIN platform pl
    WHERE ch.token_hash = p_token_hash;
 
   IF NOT FOUND OR k.revogada_em IS NOT NULL OR (k.expira_em IS NOT NULL AND k.expira_em <= v_now) THEN
@@ -138,7 +140,7 @@ BEGIN
     r.reason := 'permissao';
     RETURN r;
   END IF;
-  IF NOT (SELECT api_enabled FROM platform) THEN
+  IF NOT k.api_enabled THEN
     r.outcome := 'indisponivel';
     r.reason := 'api_desligada';
     r.retry_after := 60;

@@ -48,7 +48,10 @@ async function awayFromMinuteBoundary(): Promise<void> {
   if (second > 57) await new Promise((resolve) => setTimeout(resolve, (60.2 - second) * 1000));
 }
 
-/** Burst tokens a call took: the bucket's fall plus what it refilled meanwhile (never full here). */
+/**
+ * Burst tokens a call took: the bucket's fall plus what it refilled meanwhile (never full here).
+ * Times are epoch seconds in float8, good to about a microsecond: compared to a thousandth of a token.
+ */
 const burstCharged = (before: { tokens: number; at: number }, after: { tokens: number; at: number }, rate: number) =>
   before.tokens + (after.at - before.at) * rate - after.tokens;
 
@@ -118,7 +121,7 @@ test('a 304 costs one in the burst and nothing in the month', async () => {
   await settled();
   const after = await usage(account);
   assert.is(after.mes, before.mes, 'month unchanged');
-  assert.ok(Math.abs(burstCharged(before, after, 5) - 1) < 1e-6, 'one burst token');
+  assert.ok(Math.abs(burstCharged(before, after, 5) - 1) < 1e-3, 'one burst token');
   assert.is(after.leitura, before.leitura + 1, 'one read');
 });
 
@@ -135,7 +138,7 @@ test('an idempotent repetition of a write costs one read in the burst and nothin
   assert.is(after.mes, before.mes);
   assert.is(after.escrita, before.escrita, 'no write counted');
   assert.is(after.leitura, before.leitura + 1, 'counted as one read');
-  assert.ok(Math.abs(burstCharged(before, after, 5) - 1) < 1e-6, 'one burst token');
+  assert.ok(Math.abs(burstCharged(before, after, 5) - 1) < 1e-3, 'one burst token');
 });
 
 test('a call charged for more than it used gives the difference back', async () => {
@@ -150,7 +153,7 @@ test('a call charged for more than it used gives the difference back', async () 
   const after = await usage(account);
   assert.is(after.mes, before.mes + 2);
   assert.is(after.leitura, before.leitura + 2);
-  assert.ok(Math.abs(burstCharged(before, after, 5) - 2) < 1e-6, 'two burst tokens');
+  assert.ok(Math.abs(burstCharged(before, after, 5) - 2) < 1e-3, 'two burst tokens');
 });
 
 test('twenty refusals in a row suspend the key for 15 minutes, e-mail its creator, and a job lifts it', async () => {
