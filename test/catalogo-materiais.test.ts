@@ -9,7 +9,7 @@ import { PERMISSOES } from '../shared/domain/acesso.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
-import { cobrado, lerUso, planoMedidor, settled } from './helpers/uso.ts';
+import { custosDasLeituras, planoMedidor } from './helpers/uso.ts';
 
 const test = suite('catalog: materials and channels');
 let app: TestApp;
@@ -120,15 +120,7 @@ test('lists cost 1 up to limite 25 and with one filter, 3 above 25 or with two f
     ['/insumos/materiais?atualizado_desde=2020-01-01T00:00:00Z', 1],
     ['/canais?limite=100', 3],
   ];
-  for (const [path, units] of cases) {
-    await settled(app);
-    const antes = await lerUso(app.db.pool, conta.contaId, conta.chaveId);
-    assert.is((await get(path)).status, 200, path);
-    await settled(app);
-    const { mes, rajada } = cobrado(antes, await lerUso(app.db.pool, conta.contaId, conta.chaveId));
-    assert.is(mes, units, `${path}: month`);
-    assert.is(rajada, units, `${path}: burst`);
-  }
+  assert.equal(await custosDasLeituras(app, conta, get, cases), cases.map(([path, units]) => [path, units, units]));
 });
 
 test.run();

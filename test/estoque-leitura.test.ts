@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto, definirSaldo, type ProdutoFixture } from './helpers/catalogo.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
-import { cobrado, lerUso, planoMedidor, settled } from './helpers/uso.ts';
+import { custosDasLeituras, planoMedidor } from './helpers/uso.ts';
 
 const test = suite('stock: balances of parts and supplies');
 let app: TestApp;
@@ -148,14 +148,7 @@ test('cost: 1 with one filter, 3 with two filters or limite above 25', async () 
     ['/estoque-insumos?abaixo_do_minimo=true&tipo=componente', 3],
     ['/estoque-insumos?limite=100', 3],
   ];
-  for (const [path, units] of cases) {
-    await settled(app);
-    const antes = await lerUso(app.db.pool, conta.contaId, conta.chaveId);
-    assert.is((await get(path)).status, 200, path);
-    await settled(app);
-    const { mes, rajada } = cobrado(antes, await lerUso(app.db.pool, conta.contaId, conta.chaveId));
-    assert.equal([mes, rajada], [units, units], path);
-  }
+  assert.equal(await custosDasLeituras(app, conta, get, cases), cases.map(([path, units]) => [path, units, units]));
 });
 
 test.run();

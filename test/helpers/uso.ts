@@ -32,3 +32,23 @@ export function cobrado(antes: Uso, depois: Uso, recargaPorSegundo = 1): { mes: 
   const rajada = antes.at === 0 ? Number.NaN : antes.tokens + (depois.at - antes.at) * recargaPorSegundo - depois.tokens;
   return { mes: depois.mes - antes.mes, rajada: Math.round(rajada * 100) / 100 };
 }
+
+/** What each GET costs (month units and burst tokens alike, contract §8.2), one call at a time. */
+export async function custosDasLeituras(
+  app: { web: { flush(): Promise<void> }; db: { pool: Db } },
+  conta: { contaId: string; chaveId: string },
+  get: (path: string) => Promise<{ status: number }>,
+  cases: readonly [string, number][],
+): Promise<[string, number, number][]> {
+  const medidos: [string, number, number][] = [];
+  for (const [path] of cases) {
+    await settled(app);
+    const antes = await lerUso(app.db.pool, conta.contaId, conta.chaveId);
+    const res = await get(path);
+    if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
+    await settled(app);
+    const { mes, rajada } = cobrado(antes, await lerUso(app.db.pool, conta.contaId, conta.chaveId));
+    medidos.push([path, mes, rajada]);
+  }
+  return medidos;
+}
