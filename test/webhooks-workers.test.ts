@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { projectRoot } from '../shared/config.ts';
 import { sql } from '../shared/db/pool.ts';
-import { createBoss } from '../worker/main.ts';
+import { createBoss } from '../worker/boss.ts';
 import { DELIVERY_QUEUE } from '../worker/webhooks/queue.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount } from './helpers/fixtures.ts';

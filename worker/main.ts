@@ -11,7 +11,6 @@ import { Notifier } from './notifier.ts';
 import type { WorkerDeps } from './jobs/types.ts';
 import { startWebhooks } from './webhooks/index.ts';
 
-export { createBoss } from './boss.ts';
 
 export type RunningWorker = { boss: PgBoss; stop(): Promise<void> };
 
