@@ -1,36 +1,12 @@
-// Admission: one round trip to PostgreSQL (the api_admit function) authenticates the key,
-// authorizes the route, takes a concurrency slot and charges every limit for the request's cost,
-// answering with everything the response headers need.
-import { z } from 'zod';
+// Admission: authenticates the key, authorizes the route, takes a concurrency slot and charges
+// every limit for the request's cost, in one round trip to PostgreSQL shared with the other
+// requests waiting at that moment (admission-queue.ts); the answer carries everything the response
+// headers need.
 import { hashToken, tokenDoCabecalho } from '../shared/domain/chaves.ts';
-import { sql, type Pool } from '../shared/db/pool.ts';
 import { ApiError, escopoInsuficiente, indisponivel, naoAutenticado } from '../shared/errors.ts';
-import type { CircuitBreaker } from './breaker.ts';
-import { minuteClass, rateLimitHeaders, type Charge, type LimitsBookkeeper } from './limits.ts';
+import { chargeOf, type AdmissionQueue, type AdmissionRow } from './admission-queue.ts';
+import { minuteClass, rateLimitHeaders, type Charge } from './limits.ts';
 import type { AnyRoute, Caller, Cost } from './routes/types.ts';
-
-const int = z.number().int().nullable();
-const AdmissionRow = z.object({
-  outcome: z.enum(['ok', 'nao_autenticado', 'escopo_insuficiente', 'limite_excedido', 'indisponivel']),
-  reason: z.string().nullable(),
-  conta_id: z.string().nullable(),
-  chave_id: z.string().nullable(),
-  usuario_id: z.string().nullable(),
-  plano_id: z.string().nullable(),
-  permissoes: z.array(z.string()).nullable(),
-  slot_held: z.boolean().nullable(),
-  retry_after: int,
-  suspended_until: z.string().nullable(),
-  window_start: z.string().nullable(),
-  mes: z.string().nullable(),
-  rajada_q: int, rajada_w: int, rajada_r: int, rajada_t: int,
-  minuto_q: int, minuto_r: int, minuto_t: int,
-  mes_q: int, mes_r: int, mes_t: int,
-});
-type AdmissionRow = z.infer<typeof AdmissionRow>;
-const AdmissionJson = z.object({ admission: AdmissionRow });
-
-export type AdmissionDeps = { pool: Pool; breaker: CircuitBreaker; limits: LimitsBookkeeper };
 
 export type Admitted = { ok: true; caller: Caller; charge: Charge; headers: Record<string, string> };
 export type Refused = {
@@ -43,53 +19,26 @@ export type Refused = {
   suspendedUntil: Date | null;
 };
 
-export async function admit(deps: AdmissionDeps, authorization: string | undefined, route: AnyRoute, cost: Cost): Promise<Admitted | Refused> {
+export async function admit(queue: AdmissionQueue, authorization: string | undefined, route: AnyRoute, cost: Cost): Promise<Admitted | Refused> {
   const token = tokenDoCabecalho(authorization);
   if (!token) return refused(naoAutenticado(), null, {});
-  const classe = minuteClass(cost);
-  const hash = hashToken(token);
-  const hashHex = hash.toString('hex');
-  const contaHint = deps.limits.accountOfToken(hashHex);
-  const releases = contaHint ? deps.limits.takeReleases(contaHint) : [];
-  let row: AdmissionRow;
-  try {
-    row = await deps.breaker.run(() =>
-      // A named prepared statement: parsed and planned once per connection, not per request. One
-      // json column rather than 22: measured, it halves the client's CPU for this query.
-      deps.pool.oneFirst(sql.prepared('api_admit', AdmissionJson)`
-        SELECT to_json(a) AS admission
-          FROM api_admit(${sql.binary(hash)}, ${route.scope}, ${route.permission}, ${cost.units},
-                         ${classe}, ${deps.limits.holder}, ${sql.array(releases, 'uuid')}) a`),
-    );
-  } catch (error) {
-    if (contaHint) deps.limits.returnReleases(contaHint, releases);
-    throw error;
-  }
-  // The function applies the releases only once it holds the account's lock (the limits stage).
-  const reachedLimits = row.outcome === 'ok' || row.outcome === 'limite_excedido';
-  if (contaHint && !reachedLimits) deps.limits.returnReleases(contaHint, releases);
+  const request = {
+    tokenHash: hashToken(token),
+    escopo: route.scope,
+    permissao: route.permission,
+    custo: cost.units,
+    classe: minuteClass(cost),
+  };
+  const row = await queue.admit(request);
   if (row.outcome === 'nao_autenticado') return refused(naoAutenticado(), null, {});
   const caller = toCaller(row);
-  deps.limits.rememberAccount(hashHex, caller.contaId);
   const headers = row.rajada_q === null ? {} : rateLimitHeaders(limitState(row));
   if (row.outcome !== 'ok') {
     const error = refusal(row, route);
     const suspendedUntil = row.outcome === 'limite_excedido' && row.suspended_until ? new Date(row.suspended_until) : null;
     return refused(error, caller, headers, suspendedUntil);
   }
-  return {
-    ok: true,
-    caller,
-    headers,
-    charge: {
-      chaveId: caller.chaveId,
-      contaId: caller.contaId,
-      classe,
-      windowStart: row.window_start ?? '',
-      mes: row.mes ?? '',
-      units: Math.min(cost.units, row.rajada_q ?? cost.units),
-    },
-  };
+  return { ok: true, caller, headers, charge: chargeOf(request, row) };
 }
 
 function refused(error: ApiError, caller: Caller | null, headers: Record<string, string>, suspendedUntil: Date | null = null): Refused {

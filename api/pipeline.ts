@@ -25,7 +25,7 @@ export function routeHandler(route: AnyRoute, deps: Deps) {
 async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, state: RequestState): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const cost = route.cost(url.searchParams);
-  const admission = await admit(deps, req.headers.authorization, route, cost);
+  const admission = await admit(deps.admissions, req.headers.authorization, route, cost);
   state.caller = admission.caller;
   Object.assign(state.headers, admission.headers);
   if (!admission.ok) {

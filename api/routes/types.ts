@@ -7,7 +7,9 @@ import type { Config } from '../../shared/config.ts';
 import type { Db, Pool } from '../../shared/db/pool.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { CircuitBreaker } from '../breaker.ts';
-import type { Billing, LimitsBookkeeper } from '../limits.ts';
+import type { AdmissionQueue } from '../admission-queue.ts';
+import type { Billing } from '../limits.ts';
+import type { LimitsBookkeeper } from '../limits-bookkeeper.ts';
 
 export type CostClass = 'read' | 'expensive' | 'write';
 export type Cost = { units: number; classe: CostClass };
@@ -30,6 +32,7 @@ export type Deps = {
   log: Logger;
   breaker: CircuitBreaker;
   limits: LimitsBookkeeper;
+  admissions: AdmissionQueue;
   jobs: JobScheduler;
 };
 

@@ -1,7 +1,9 @@
-// Driving admission directly: api_admit called as the pipeline calls it, inside one transaction
-// when a test needs the database clock to stand still (now() is fixed within a transaction).
+// Driving admission directly: api_admit (one request) and api_admit_batch (several, as a web
+// process sends them), inside one transaction when a test needs the database clock to stand still
+// (now() is fixed within a transaction).
 import { z } from 'zod';
 import { hashToken } from '../../shared/domain/chaves.ts';
+import { AdmissionRow } from '../../api/admission-queue.ts';
 import { sql, type Db } from '../../shared/db/pool.ts';
 
 export const Admission = z.object({
@@ -61,4 +63,23 @@ export async function raisePlan(db: Db, plano: string, change: Partial<Record<'r
       simultaneas_por_chave = coalesce(${change.simultaneas_por_chave ?? null}::int, simultaneas_por_chave),
       simultaneas_por_conta = coalesce(${change.simultaneas_por_conta ?? null}::int, simultaneas_por_conta)
     WHERE id = ${plano}`);
+}
+
+export type BatchItem = { token: string; custo?: number; classe?: 'leitura' | 'escrita'; escopo?: string | null };
+
+/** One admission batch, as a web process sends it; the rows in the order of the items. */
+export async function admitBatch(
+  db: Db,
+  items: BatchItem[],
+  options: { holder?: string; release?: { contaId: string; chaveId: string }[] } = {},
+): Promise<AdmissionRow[]> {
+  const release = options.release ?? [];
+  const json = await db.oneFirst(sql.type(z.object({ admissions: z.string() }))`
+    SELECT api_admit_batch(
+      ${sql.array(items.map((i) => `\\x${hashToken(i.token).toString('hex')}`), 'text')}::bytea[],
+      ${sql.array(items.map((i) => i.escopo ?? null), 'text')}, ${sql.array(items.map(() => null), 'text')},
+      ${sql.array(items.map((i) => i.custo ?? 1), 'int4')}, ${sql.array(items.map((i) => i.classe ?? 'leitura'), 'text')},
+      ${options.holder ?? 'test'}, ${sql.array(release.map((r) => r.contaId), 'uuid')}, ${sql.array(release.map((r) => r.chaveId), 'uuid')}
+    )::text AS admissions`);
+  return z.array(AdmissionRow).parse(JSON.parse(String(json)));
 }
