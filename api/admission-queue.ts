@@ -11,8 +11,13 @@ import type { CircuitBreaker } from './breaker.ts';
 import type { LimitsBookkeeper, Releases } from './limits-bookkeeper.ts';
 import { settlementFor, type Charge } from './limits.ts';
 
-/** Batches in flight at once per process: one being decided while the next one fills. */
-const LANES = 2;
+/**
+ * One batch in flight at a time: what arrives meanwhile goes in the next one. Measured
+ * (BENCHMARKS.md), a second batch in flight makes both smaller and costs more per request than it
+ * saves in waiting. A second one goes only when the first has stalled (waiting on a lock or a
+ * slow disk), so one slow batch never holds every request of the process.
+ */
+const STALL_MS = 20;
 /** A bound on one statement's arrays; beyond it the rest waits for the next batch. */
 const MAX_BATCH = 500;
 
@@ -53,7 +58,10 @@ export type AdmissionQueueDeps = { pool: Pool; breaker: CircuitBreaker; limits: 
 
 export class AdmissionQueue {
   #waiting: Waiting[] = [];
-  #running = 0;
+  /** When each batch in flight was sent, by batch number. */
+  #inFlight = new Map<number, number>();
+  #sent = 0;
+  #stallTimer: NodeJS.Timeout | null = null;
   readonly #deps: AdmissionQueueDeps;
   readonly #waitBudgetMs: number;
 
@@ -69,22 +77,33 @@ export class AdmissionQueue {
     });
   }
 
-  // A free lane sends at once (a quiet process adds no delay); while every lane is busy, requests
-  // gather for the next batch.
+  // Sends at once when nothing is in flight (a quiet process adds no delay); otherwise requests
+  // gather for the next batch, sent when the one in flight answers or stalls.
   #schedule(): void {
-    if (this.#running < LANES) this.#dispatch();
+    if (this.#waiting.length === 0) return;
+    if (this.#inFlight.size === 0) return this.#dispatch();
+    const oldest = Math.min(...this.#inFlight.values());
+    const stalledIn = oldest + STALL_MS - performance.now();
+    if (this.#inFlight.size < 2 && stalledIn <= 0) return this.#dispatch();
+    if (!this.#stallTimer && this.#inFlight.size < 2) {
+      this.#stallTimer = setTimeout(() => {
+        this.#stallTimer = null;
+        this.#schedule();
+      }, Math.max(1, stalledIn));
+    }
   }
 
   #dispatch(): void {
-    while (this.#running < LANES && this.#waiting.length > 0) {
-      const batch = this.#takeBatch();
-      if (batch.length === 0) continue;
-      this.#running++;
-      void this.#send(batch).finally(() => {
-        this.#running--;
-        this.#schedule();
-      });
-    }
+    const batch = this.#takeBatch();
+    if (batch.length === 0) return this.#schedule();
+    const id = ++this.#sent;
+    this.#inFlight.set(id, performance.now());
+    void this.#send(batch).finally(() => {
+      this.#inFlight.delete(id);
+      if (this.#stallTimer) clearTimeout(this.#stallTimer);
+      this.#stallTimer = null;
+      this.#schedule();
+    });
   }
 
   /** The next batch; requests that waited past the pool's wait budget get 503 instead. */

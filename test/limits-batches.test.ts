@@ -93,15 +93,23 @@ test('the releases a batch carries count before it decides, for its own accounts
   assert.is(slots, 2);
 });
 
-test('a batch that commits after its requests were answered 503 is undone: slot given back, charge refunded', async () => {
+test('a batch that commits after its requests were answered 503 is undone, and a stalled batch does not hold the others', async () => {
   const account = await createAccount(db(), { plano: 'lote' });
+  const other = await createAccount(db(), { plano: 'lote' });
   // Another session holds the account's admission lock past the web process's wait budget.
-  const holder = await db().connect(async (connection) => {
+  const [holder, meanwhile] = await db().connect(async (connection) => {
     await connection.query(sql.unsafe`SELECT pg_advisory_lock(hashtextextended(${account.contaId}::text, 7410203))`);
-    const res = await request(`${app.baseUrl}/saude`, { token: account.token });
+    const stuck = request(`${app.baseUrl}/saude`, { token: account.token });
+    await new Promise((r) => setTimeout(r, 40));
+    const started = performance.now();
+    const free = await request(`${app.baseUrl}/saude`, { token: other.token });
+    const waited = performance.now() - started;
+    const res = await stuck;
     await connection.query(sql.unsafe`SELECT pg_advisory_unlock(hashtextextended(${account.contaId}::text, 7410203))`);
-    return res;
+    return [res, { status: free.status, waited }] as const;
   });
+  assert.is(meanwhile.status, 200, 'another account is admitted while the first batch waits');
+  assert.ok(meanwhile.waited < 150, `without waiting for it (${Math.round(meanwhile.waited)} ms)`);
   assert.is(holder.status, 503);
   assert.is(holder.body.codigo, 'indisponivel');
   const Usage = z.object({ slots: z.number(), mes: z.number(), tokens: z.number().nullable() });
