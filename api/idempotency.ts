@@ -3,10 +3,11 @@
 // are kept 24 h — never the body or the response. A repetition gets the same status and the
 // resource read again; a business refusal is replayed with its status and codigo.
 //
-// How: the POST's transaction starts with api_write_begin, which takes a transaction-scoped lock on
+// How: the POST's transaction starts with api_write_claim, which takes a transaction-scoped lock on
 // the key without waiting (held: 409) and reads the record an earlier request left. The record is
 // written in the same transaction as the change, so both commit or neither does; a process that
-// dies mid-request leaves no record and no lock behind.
+// dies mid-request leaves no record and no lock behind. A route whose change is one SQL function
+// does all of it in that one statement (RouteDef.once).
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { z } from 'zod';
@@ -39,15 +40,31 @@ export type Begun =
 
 const Nothing = z.looseObject({});
 
-const BeginRow = z.object({
-  outcome: z.enum(['new', 'running', 'done']),
-  route: z.string().nullable(),
-  request_hash: z.instanceof(Buffer).nullable(),
+/** How a write claimed its Idempotency-Key (api_write_claim: route and hash compared there). */
+export const Claim = z.object({
+  claim: z.enum(['new', 'running', 'conflito', 'done']),
   status_code: z.number().nullable(),
-  resource_id: z.string().nullable(),
   codigo: z.string().nullable(),
   motivo: z.string().nullable(),
 });
+export type Claim = z.infer<typeof Claim>;
+const ClaimRow = Claim.extend({ resource_id: z.string().nullable() });
+
+/** Whether the request runs (new) or repeats an earlier one; 409 while it runs elsewhere, 422 for another body. */
+export function begunFrom(claim: Claim & { resource_id?: string | null }): Begun {
+  switch (claim.claim) {
+    case 'new':
+      return { kind: 'new' };
+    case 'running':
+      throw new ApiError(409, 'idempotencia_em_andamento', 'Uma requisição com esta Idempotency-Key ainda está em andamento; repita em instantes.', {
+        retryAfter: 1,
+      });
+    case 'conflito':
+      throw new ApiError(422, 'idempotencia_conflito', 'Esta Idempotency-Key já foi usada com outro corpo ou em outra operação.');
+    case 'done':
+      return { kind: 'replay', status: claim.status_code ?? 200, resourceId: claim.resource_id ?? null, codigo: claim.codigo, motivo: claim.motivo };
+  }
+}
 
 /**
  * The first statement of a POST's transaction: who makes the change (for the triggers), and with a
@@ -55,18 +72,11 @@ const BeginRow = z.object({
  * (409) or reuses the key for another body (422).
  */
 export async function beginWrite(tx: Db, caller: Caller, keyed: KeyedRequest | null): Promise<Begun> {
-  const row = await tx.one(sql.prepared('api_write_begin', BeginRow)`
-    SELECT * FROM api_write_begin(${caller.contaId}, ${caller.chaveId}, ${keyed?.key ?? null})`);
-  if (row.outcome === 'new' || !keyed) return { kind: 'new' };
-  if (row.outcome === 'running') {
-    throw new ApiError(409, 'idempotencia_em_andamento', 'Uma requisição com esta Idempotency-Key ainda está em andamento; repita em instantes.', {
-      retryAfter: 1,
-    });
-  }
-  if (row.route !== keyed.route || !row.request_hash?.equals(keyed.hash)) {
-    throw new ApiError(422, 'idempotencia_conflito', 'Esta Idempotency-Key já foi usada com outro corpo ou em outra operação.');
-  }
-  return { kind: 'replay', status: row.status_code ?? 200, resourceId: row.resource_id, codigo: row.codigo, motivo: row.motivo };
+  const row = await tx.one(sql.prepared('api_write_claim', ClaimRow)`
+    SELECT claim, status_code, resource_id, codigo, motivo
+      FROM api_write_claim(${caller.contaId}, ${caller.chaveId}, ${keyed?.key ?? null}, ${keyed?.route ?? null},
+                           ${keyed ? sql.binary(keyed.hash) : null})`);
+  return begunFrom(row);
 }
 
 /** Keeps how the request ended: in its transaction for a success, alone for a business refusal. */

@@ -5,7 +5,7 @@ import { ApiError, fromDatabaseError } from '../shared/errors.ts';
 import { admit } from './admission.ts';
 import { isUnavailable } from './breaker.ts';
 import { BODY_DEADLINE_MS, MAX_BODY_BYTES, readJsonBody } from './body.ts';
-import { beginWrite, bodyHash, recordOutcome, recordRefusal, replayedRefusal, type KeyedRequest } from './idempotency.ts';
+import { beginWrite, begunFrom, bodyHash, recordOutcome, recordRefusal, replayedRefusal, type KeyedRequest } from './idempotency.ts';
 import { settlementFor, type Billing, type Charge } from './limits.ts';
 import { requestState, type RequestState } from './request-state.ts';
 import { writeProblem, writeReply } from './respond.ts';
@@ -62,7 +62,9 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   };
   const key = route.idempotency ? (input.headers as Record<string, string | undefined>)['idempotency-key'] : undefined;
   const keyed = key ? { key, route: route.operationId, hash: bodyHash(body) } : null;
-  const reply = route.method === 'GET' ? await route.handler(ctx) : await runWrite(route, ctx, keyed, state);
+  const reply = route.once ? await runOnce(route, ctx, keyed, state)
+    : route.method === 'GET' ? await handlerOf(route)(ctx)
+    : await runWrite(route, ctx, keyed, state);
   if (deps.config.VALIDATE_RESPONSES) checkReply(route, reply);
   if (reply.billing) settle(deps, state, admission.charge, reply.billing);
   writeReply(res, reply, state.headers);
@@ -89,7 +91,7 @@ async function runWrite(
         const body = route.replay && begun.resourceId ? await route.replay({ ...ctx, db: tx }, begun.resourceId) : undefined;
         return { status: begun.status, body, headers: { 'Idempotent-Replayed': 'true' }, billing: 'replay' };
       }
-      const reply = await route.handler({ ...ctx, db: tx });
+      const reply = await handlerOf(route)({ ...ctx, db: tx });
       if (keyed) await recordOutcome(tx, ctx.caller, keyed, { status: reply.status, resourceId: reply.resourceId ?? null });
       return reply;
     });
@@ -97,6 +99,30 @@ async function runWrite(
     if (keyed && state.billing !== 'replay') await recordRefusal(ctx.deps.pool, ctx.caller, keyed, error);
     throw error;
   }
+}
+
+/**
+ * A POST whose change, Idempotency-Key claim and record are one SQL statement (RouteDef.once): the
+ * statement has already kept a business refusal, so what it answers is only turned into a reply.
+ */
+async function runOnce(
+  route: AnyRoute,
+  ctx: RouteContext<unknown, unknown, unknown, unknown>,
+  keyed: KeyedRequest | null,
+  state: RequestState,
+): Promise<Reply> {
+  const { claim, reply } = await (route.once as NonNullable<AnyRoute['once']>)(ctx, keyed);
+  const begun = begunFrom(claim);
+  if (begun.kind === 'new') return reply();
+  state.billing = 'replay';
+  if (begun.status >= 400) throw replayedRefusal(begun);
+  const replayed = reply();
+  return { ...replayed, status: begun.status, headers: { ...replayed.headers, 'Idempotent-Replayed': 'true' }, billing: 'replay' };
+}
+
+function handlerOf(route: AnyRoute): NonNullable<AnyRoute['handler']> {
+  if (!route.handler) throw new Error(`${route.operationId} has no handler`);
+  return route.handler;
 }
 
 function settle(deps: Deps, state: RequestState, charge: Charge, billing: Billing): void {

@@ -43,6 +43,9 @@ export function createApiServer(deps: Deps, requestLog: RequestLog, table: reado
   });
 
   for (const route of table) {
+    if (!route.handler === !route.once || (route.once && route.method !== 'POST')) {
+      throw new Error(`${route.operationId}: a route has a handler, or (a POST) a one-statement write`);
+    }
     const options = { path: restifyPath(route.path), name: route.operationId };
     if (route.method === 'GET') server.get(options, routeHandler(route, deps));
     else server.post(options, routeHandler(route, deps));

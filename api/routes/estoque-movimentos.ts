@@ -1,9 +1,9 @@
 // POST /estoque/movimentos (contract §4.2): an entry, exit or adjustment of finished parts in the
-// account's own location. Idempotency-Key, body limits, the transaction with app.via = 'api' and
-// the 2-unit cost are the pipeline's; this route checks the body's shape and turns the database's
-// refusals into 422s. The movement itself is one call of estoque_movimentar.
+// account's own location. Body limits and the 2-unit cost are the pipeline's; this route checks
+// the body's shape and turns the database's refusals into 422s. The movement, with app.via = 'api',
+// its Idempotency-Key's claim and record, is one statement (api_estoque_movimentar).
 import { z } from 'zod';
-import { lerMovimento, MOTIVOS_MOVIMENTO, movimentar, TIPOS_MOVIMENTO, type Movimentado, type MovimentoRow } from '../../shared/db/estoque.ts';
+import { MOTIVOS_MOVIMENTO, movimentarPelaApi, TIPOS_MOVIMENTO, type Movimentado, type MovimentoRow } from '../../shared/db/estoque.ts';
 import { regraRecusou, type ApiError } from '../../shared/errors.ts';
 import { idempotencyHeaders } from '../idempotency.ts';
 import { replayHeaders } from '../openapi.ts';
@@ -92,13 +92,15 @@ export const postMovimento = defineRoute({
       example: exemploMovimento,
     },
   },
-  replay: async ({ caller, db }, id) => {
-    const movimento = await lerMovimento(db, caller.contaId, id);
-    return movimento ? present(movimento) : undefined;
-  },
-  handler: async ({ caller, body, db }) => {
-    const result = await movimentar(db, caller.contaId, { ...body, parte_id: body.parte_id ?? undefined });
-    if (!result.ok) throw recusa(result);
-    return { status: 201, body: present(result.movimento), resourceId: result.movimento.id };
+  once: async ({ caller, body, db }, keyed) => {
+    const r = await movimentarPelaApi(db, caller, keyed, { ...body, parte_id: body.parte_id ?? undefined });
+    return {
+      claim: r,
+      reply: () => {
+        if (r.recusa) throw recusa({ ok: false, recusa: r.recusa, limite: r.limite });
+        if (!r.movimento) throw new Error('api_estoque_movimentar answered neither a movement nor a refusal');
+        return { status: 201, body: present(r.movimento), resourceId: r.movimento.id };
+      },
+    };
   },
 });

@@ -8,6 +8,7 @@ import type { Db, Pool } from '../../shared/db/pool.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { CircuitBreaker } from '../breaker.ts';
 import type { AdmissionQueue } from '../admission-queue.ts';
+import type { Claim, KeyedRequest } from '../idempotency.ts';
 import type { Billing } from '../limits.ts';
 import type { LimitsBookkeeper } from '../limits-bookkeeper.ts';
 
@@ -102,8 +103,18 @@ export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined,
   refusals?: number[];
   /** Successful responses; error responses are derived from what the route can refuse. */
   responses: Record<number, ResponseSpec>;
-  handler: (ctx: RouteContext<Out<P>, Out<Q>, Out<H>, Out<B>>) => Promise<Reply>;
+  handler?: (ctx: RouteContext<Out<P>, Out<Q>, Out<H>, Out<B>>) => Promise<Reply>;
+  /**
+   * Instead of handler, for a POST whose whole change is one SQL function that also claims and
+   * records the Idempotency-Key (api_write_claim … api_idempotency_record in the same statement):
+   * no transaction is opened around it, so the write is one round trip. It answers how the key was
+   * claimed and, for a request that ran or a repetition of a success, the reply.
+   */
+  once?: (ctx: RouteContext<Out<P>, Out<Q>, Out<H>, Out<B>>, keyed: KeyedRequest | null) => Promise<OnceResult>;
 };
+
+/** A one-statement write: the key's claim, and the reply (or the business refusal) of the change. */
+export type OnceResult = { claim: Claim & { resource_id?: string | null }; reply: () => Reply };
 
 // The table holds routes of different schema types; the pipeline treats them uniformly.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

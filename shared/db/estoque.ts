@@ -105,6 +105,34 @@ export async function movimentar(db: Db, contaId: string, m: NovoMovimento, loca
   return { ok: true, movimento: MovimentoRow.parse(r) };
 }
 
+const MovimentoApi = z.object({
+  claim: z.enum(['new', 'running', 'conflito', 'done']),
+  status_code: z.number().nullable(),
+  codigo: z.string().nullable(),
+  motivo: z.string().nullable(),
+  recusa: Resultado.shape.recusa,
+  limite: z.number().int().nullable(),
+  // json: its timestamp arrives as PostgreSQL wrote it, normalized like every other (pool.ts).
+  movimento: MovimentoRow.extend({ criado_em: z.string().transform((v) => new Date(v).toISOString()) }).nullable(),
+});
+export type MovimentoApi = z.infer<typeof MovimentoApi>;
+
+/**
+ * POST /estoque/movimentos in one statement (api_estoque_movimentar): the Idempotency-Key claimed,
+ * the movement made or refused, and the key's record kept, in one round trip.
+ */
+export async function movimentarPelaApi(
+  db: Db,
+  origem: { contaId: string; chaveId: string },
+  chave: { key: string; route: string; hash: Buffer } | null,
+  m: NovoMovimento,
+): Promise<MovimentoApi> {
+  return db.one(sql.prepared('api_estoque_movimentar', MovimentoApi)`
+    SELECT * FROM api_estoque_movimentar(${origem.contaId}, ${origem.chaveId}, ${chave?.key ?? null}, ${chave?.route ?? null},
+      ${chave ? sql.binary(chave.hash) : null}, ${m.tipo}, ${m.variacao_id}, ${m.parte_id ?? null}, ${m.quantidade ?? null},
+      ${m.contado ?? null}, ${m.motivo}, ${m.observacao ?? null})`);
+}
+
 export async function lerMovimento(db: Db, contaId: string, id: string): Promise<MovimentoRow | null> {
   return db.maybeOne(sql.type(MovimentoRow)`
     SELECT id, tipo, variacao_id, parte_id, local_id, quantidade, saldo_antes, saldo_depois, motivo, observacao, criado_em
