@@ -4,7 +4,7 @@
 // raised so nothing is refused.
 import { createDatabasePool } from '../shared/db/pool.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
-import { benchDatabase, load, spawnServer, writeSection, type LoadResult } from './lib.ts';
+import { benchDatabase, cpuCell, load, spawnServer, writeSection, type LoadResult } from './lib.ts';
 
 const ACCOUNTS = 200;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -40,7 +40,7 @@ try {
   const results: [string, LoadResult][] = [];
   const run = async (name: string, url: string, connections: number, setupRequest?: typeof withKey) => {
     const r = await load({ url, connections, seconds: SECONDS, setupRequest });
-    process.stdout.write(`${name}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors)\n`);
+    process.stdout.write(`${name}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors); CPU µs/request: ${cpuCell(r)}\n`);
     results.push([name, r]);
     return r;
   };

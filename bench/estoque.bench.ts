@@ -11,7 +11,7 @@ import { movimentar } from '../shared/db/estoque.ts';
 import { createDatabasePool, sql } from '../shared/db/pool.ts';
 import { criarCanalDeTeste, criarProdutoCompleto } from '../test/helpers/catalogo.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
-import { benchDatabase, load, spawnServer, writeSection, type LoadResult } from './lib.ts';
+import { benchDatabase, cpuCell, load, spawnServer, writeSection, type LoadResult } from './lib.ts';
 
 const ACCOUNTS = 50;
 const VARIATIONS_PER_ACCOUNT = 20;
@@ -129,7 +129,7 @@ try {
   const results: [string, LoadResult][] = [];
   const run = async (name: string, options: Parameters<typeof load>[0]) => {
     const r = await load(options);
-    process.stdout.write(`${name}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors)\n`);
+    process.stdout.write(`${name}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors); CPU µs/request: ${cpuCell(r)}\n`);
     results.push([name, r]);
     return r;
   };

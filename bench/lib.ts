@@ -11,6 +11,7 @@ import { projectRoot } from '../shared/config.ts';
 import { startEmbeddedPostgres, freePort, type EmbeddedPostgres } from '../shared/db/embedded.ts';
 import { migrate } from '../shared/db/migrate.ts';
 import { createBoss } from '../worker/boss.ts';
+import { cpuPerRequest, sampleCpu } from './cpu.ts';
 
 const FILE = path.join(projectRoot, 'BENCHMARKS.md');
 
@@ -60,6 +61,9 @@ export async function benchDatabase(name: string): Promise<BenchDatabase> {
   return { url, stop: async () => embedded?.stop() };
 }
 
+/** Servers spawned by this benchmark, named for the CPU report. */
+const servers = new Map<number, string>();
+
 /** A Node process serving HTTP (started with node <script>), ready once `probe` answers. */
 export async function spawnServer(script: string, env: Record<string, string>, probe: string): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
   const port = await freePort();
@@ -73,6 +77,7 @@ export async function spawnServer(script: string, env: Record<string, string>, p
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     if (await fetch(`${url}${probe}`).then(() => true, () => false)) {
+      if (child.pid) servers.set(child.pid, `server (${script})`);
       return { url, child, stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))) };
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -81,7 +86,16 @@ export async function spawnServer(script: string, env: Record<string, string>, p
   throw new Error(`${script} did not start`);
 }
 
-export type LoadResult = { rps: number; p50: number; p99: number; requests: number; non2xx: number; errors: number };
+export type LoadResult = {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  /** µs of CPU per request by process: the server, PostgreSQL, the load generator. */
+  cpu: Record<string, number>;
+};
 
 /** autocannon over `seconds`, after a warm-up; latencies in ms. */
 export async function load(options: {
@@ -98,8 +112,11 @@ export async function load(options: {
     ...(options.setupRequest ? { requests: [{ setupRequest: options.setupRequest }] } : {}),
   } as autocannon.Options;
   await autocannon({ ...base, duration: 2 });
+  const before = sampleCpu(servers);
   const r = await autocannon({ ...base, duration: options.seconds });
+  const cpu = cpuPerRequest(before, sampleCpu(servers), r.requests.total);
   return {
+    cpu,
     rps: Math.round(r.requests.average),
     p50: r.latency.p50,
     p99: r.latency.p99,
@@ -108,3 +125,7 @@ export async function load(options: {
     errors: r.errors + r.timeouts,
   };
 }
+
+/** "server 90 µs, PostgreSQL 125 µs, …" for a table cell. */
+export const cpuCell = (r: LoadResult) =>
+  Object.entries(r.cpu).sort((a, b) => b[1] - a[1]).map(([label, us]) => `${label.replace(/ \(.*\)$/, '')} ${us}`).join(', ');

@@ -35,16 +35,37 @@ BEGIN
   RETURN c;
 END $$;
 
+-- Functions on the write path are PL/pgSQL, whose statements are planned once per connection: a SQL
+-- function called from another function is planned again at every call (measured: an insert of
+-- 30 µs cost 130 µs that way).
+
+-- Keeps how a request with an Idempotency-Key ended; an expired record of the key is replaced.
+CREATE OR REPLACE FUNCTION api_idempotency_record(
+  p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea, p_status int, p_resource_id uuid,
+  p_codigo text, p_motivo text
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO idempotency_keys AS k (conta_id, chave_id, key, route, request_hash, status_code, resource_id, codigo, motivo)
+  VALUES (p_conta_id, p_chave_id, p_key, p_route, p_hash, p_status, p_resource_id, p_codigo, p_motivo)
+  ON CONFLICT (conta_id, chave_id, key) DO UPDATE
+     SET route = excluded.route, request_hash = excluded.request_hash, status_code = excluded.status_code,
+         resource_id = excluded.resource_id, codigo = excluded.codigo, motivo = excluded.motivo,
+         created_at = now(), expires_at = now() + interval '24 hours'
+   WHERE k.expires_at <= now();
+END $$;
+
 -- The movement as the API answers it (§2.2), by its id: the one just made, or the first one again
 -- for a repetition.
 CREATE FUNCTION api_movimento_json(p_conta_id uuid, p_id uuid) RETURNS json
-LANGUAGE sql STABLE AS $$
-  SELECT json_build_object('id', m.id, 'tipo', m.tipo, 'variacao_id', m.variacao_id, 'parte_id', m.parte_id,
-                           'local_id', m.local_id, 'quantidade', m.quantidade, 'saldo_antes', m.saldo_antes,
-                           'saldo_depois', m.saldo_depois, 'motivo', m.motivo, 'observacao', m.observacao,
-                           'criado_em', m.criado_em)
-    FROM estoque_movimentos m WHERE m.conta_id = p_conta_id AND m.id = p_id
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN (SELECT json_build_object('id', m.id, 'tipo', m.tipo, 'variacao_id', m.variacao_id, 'parte_id', m.parte_id,
+                                   'local_id', m.local_id, 'quantidade', m.quantidade, 'saldo_antes', m.saldo_antes,
+                                   'saldo_depois', m.saldo_depois, 'motivo', m.motivo, 'observacao', m.observacao,
+                                   'criado_em', m.criado_em)
+            FROM estoque_movimentos m WHERE m.conta_id = p_conta_id AND m.id = p_id);
+END $$;
 
 CREATE FUNCTION api_estoque_movimentar(
   p_conta_id uuid,
