@@ -4,7 +4,7 @@
 // headers need.
 import { hashToken, tokenDoCabecalho } from '../shared/domain/chaves.ts';
 import { ApiError, escopoInsuficiente, indisponivel, naoAutenticado } from '../shared/errors.ts';
-import { chargeOf, type AdmissionQueue, type AdmissionRow } from './admission-queue.ts';
+import { chargeOf, type AdmissionQueue, type AdmissionRequest, type AdmissionRow } from './admission-queue.ts';
 import { minuteClass, rateLimitHeaders, type Charge } from './limits.ts';
 import type { AnyRoute, Caller, Cost } from './routes/types.ts';
 
@@ -19,10 +19,15 @@ export type Refused = {
   suspendedUntil: Date | null;
 };
 
-export async function admit(queue: AdmissionQueue, authorization: string | undefined, route: AnyRoute, cost: Cost): Promise<Admitted | Refused> {
+export async function admit(
+  queue: AdmissionQueue,
+  authorization: string | undefined,
+  route: AnyRoute,
+  cost: Cost,
+): Promise<Admitted | Refused> {
   const token = tokenDoCabecalho(authorization);
   if (!token) return refused(naoAutenticado(), null, {});
-  const request = {
+  const request: AdmissionRequest = {
     tokenHash: hashToken(token),
     escopo: route.scope,
     permissao: route.permission,

@@ -13,6 +13,7 @@ import { createBoss } from '../worker/boss.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { AdmissionQueue } from './admission-queue.ts';
 import { LimitsBookkeeper } from './limits-bookkeeper.ts';
+import { WriteQueue } from './write-queue.ts';
 import { RequestLog } from './request-log.ts';
 import { routes } from './routes/index.ts';
 import type { AnyRoute, Deps, JobScheduler } from './routes/types.ts';
@@ -40,7 +41,8 @@ export async function startWeb(
   const limits = new LimitsBookkeeper(pool, log, `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   const breaker = new CircuitBreaker({ failureThreshold: 3, openMs: config.DB_BREAKER_OPEN_MS, waitBudgetMs: config.DB_POOL_WAIT_MS });
   const admissions = new AdmissionQueue({ pool, breaker, limits, log }, config.DB_POOL_WAIT_MS);
-  const deps: Deps = { pool, config, log, breaker, limits, admissions, jobs: scheduler(boss) };
+  const writes = new WriteQueue({ pool, breaker }, config.DB_POOL_WAIT_MS);
+  const deps: Deps = { pool, config, log, breaker, limits, admissions, writes, jobs: scheduler(boss) };
   const requestLog = new RequestLog(pool, log, config.REQUEST_LOG_FLUSH_MS);
   const api = createApiServer(deps, requestLog, table);
   // Idle keep-alive connections outlive a load balancer's (typically 60 s), so it never sends a

@@ -10,7 +10,7 @@ import { settlementFor, type Billing, type Charge } from './limits.ts';
 import { requestState, type RequestState } from './request-state.ts';
 import { writeProblem, writeReply } from './respond.ts';
 import type { AnyRoute, Deps, Reply, RouteContext } from './routes/types.ts';
-import { validateInput } from './validate.ts';
+import { validateInput, type Parsed } from './validate.ts';
 
 export function routeHandler(route: AnyRoute, deps: Deps) {
   return function handle(req: Request, res: Response, next: (err?: unknown) => void): void {
@@ -41,33 +41,40 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   state.cost = admission.charge.units;
   state.charge = admission.charge;
 
-  const body = route.body
-    ? await readJsonBody(req, { maxBytes: MAX_BODY_BYTES, deadlineAt: state.startedAt + BODY_DEADLINE_MS })
-    : undefined;
-  const input = validateInput(route, {
-    params: (req.params ?? {}) as Record<string, string>,
-    query: url.searchParams,
-    headers: req.headers,
-    body,
-  });
+  const { parsed, keyed } = await inputOf(route, req, url, state);
   const ctx: RouteContext<unknown, unknown, unknown, unknown> = {
     requestId: state.requestId,
-    params: input.params,
-    query: input.query,
-    headers: input.headers,
-    body: input.body,
+    params: parsed.params,
+    query: parsed.query,
+    headers: parsed.headers,
+    body: parsed.body,
     caller: admission.caller,
     deps,
     db: deps.pool,
   };
-  const key = route.idempotency ? (input.headers as Record<string, string | undefined>)['idempotency-key'] : undefined;
-  const keyed = key ? { key, route: route.operationId, hash: bodyHash(body) } : null;
-  const reply = route.once ? await runOnce(route, ctx, keyed, state)
+  const reply = route.once ? await runOnce(route.once, ctx, keyed, state)
     : route.method === 'GET' ? await handlerOf(route)(ctx)
     : await runWrite(route, ctx, keyed, state);
   if (deps.config.VALIDATE_RESPONSES) checkReply(route, reply);
   if (reply.billing) settle(deps, state, admission.charge, reply.billing);
   writeReply(res, reply, state.headers);
+}
+
+type Input = { parsed: Parsed; keyed: KeyedRequest | null };
+
+/** The request's body read and every part of it validated; its Idempotency-Key with the body's hash. */
+async function inputOf(route: AnyRoute, req: Request, url: URL, state: RequestState): Promise<Input> {
+  const body = route.body
+    ? await readJsonBody(req, { maxBytes: MAX_BODY_BYTES, deadlineAt: state.startedAt + BODY_DEADLINE_MS })
+    : undefined;
+  const parsed = validateInput(route, {
+    params: (req.params ?? {}) as Record<string, string>,
+    query: url.searchParams,
+    headers: req.headers,
+    body,
+  });
+  const key = route.idempotency ? (parsed.headers as Record<string, string | undefined>)['idempotency-key'] : undefined;
+  return { parsed, keyed: key ? { key, route: route.operationId, hash: bodyHash(body) } : null };
 }
 
 /**
@@ -102,16 +109,18 @@ async function runWrite(
 }
 
 /**
- * A POST whose change, Idempotency-Key claim and record are one SQL statement (RouteDef.once): the
- * statement has already kept a business refusal, so what it answers is only turned into a reply.
+ * A POST whose change, Idempotency-Key claim and record are one SQL statement (RouteDef.once), sent
+ * with the others waiting for it: the statement has already kept a business refusal, so what it
+ * answered is only turned into a reply.
  */
 async function runOnce(
-  route: AnyRoute,
+  once: NonNullable<AnyRoute['once']>,
   ctx: RouteContext<unknown, unknown, unknown, unknown>,
   keyed: KeyedRequest | null,
   state: RequestState,
 ): Promise<Reply> {
-  const { claim, reply } = await (route.once as NonNullable<AnyRoute['once']>)(ctx, keyed);
+  const written = await ctx.deps.writes.write(once.write, once.args(ctx, keyed));
+  const { claim, reply } = once.result(written);
   const begun = begunFrom(claim);
   if (begun.kind === 'new') return reply();
   state.billing = 'replay';

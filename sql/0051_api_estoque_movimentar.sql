@@ -19,18 +19,34 @@ CREATE FUNCTION api_write_claim(p_conta_id uuid, p_chave_id uuid, p_key text, p_
 RETURNS api_write_claim
 LANGUAGE plpgsql AS $$
 DECLARE
-  b record;
   c api_write_claim;
+  k record;
 BEGIN
-  SELECT * INTO b FROM api_write_begin(p_conta_id, p_chave_id, p_key);
-  c.claim := CASE
-    WHEN b.outcome = 'done' AND (b.route IS DISTINCT FROM p_route OR b.request_hash IS DISTINCT FROM p_hash) THEN 'conflito'
-    ELSE b.outcome END;
-  IF c.claim = 'done' THEN
-    c.status_code := b.status_code;
-    c.resource_id := b.resource_id;
-    c.codigo := b.codigo;
-    c.motivo := b.motivo;
+  -- Who makes the change, for the triggers (the same as api_write_begin).
+  PERFORM set_config('app.via', 'api', true), set_config('app.chave_id', p_chave_id::text, true);
+  c.claim := 'new';
+  IF p_key IS NULL THEN
+    RETURN c;
+  END IF;
+  IF NOT pg_try_advisory_xact_lock(hashtextextended(p_conta_id::text || p_chave_id::text || p_key, 7410204)) THEN
+    c.claim := 'running';
+    RETURN c;
+  END IF;
+  -- A statement of its own: its snapshot is taken after the lock, so it sees what the previous
+  -- holder committed.
+  SELECT i.route, i.request_hash, i.status_code, i.resource_id, i.codigo, i.motivo INTO k
+    FROM idempotency_keys i
+   WHERE i.conta_id = p_conta_id AND i.chave_id = p_chave_id AND i.key = p_key AND i.expires_at > now();
+  IF FOUND THEN
+    IF k.route IS DISTINCT FROM p_route OR k.request_hash IS DISTINCT FROM p_hash THEN
+      c.claim := 'conflito';
+    ELSE
+      c.claim := 'done';
+      c.status_code := k.status_code;
+      c.resource_id := k.resource_id;
+      c.codigo := k.codigo;
+      c.motivo := k.motivo;
+    END IF;
   END IF;
   RETURN c;
 END $$;
@@ -108,5 +124,75 @@ BEGIN
   IF p_key IS NOT NULL THEN
     PERFORM api_idempotency_record(p_conta_id, p_chave_id, p_key, p_route, p_hash, 201, m.id, NULL, NULL);
   END IF;
-  RETURN QUERY SELECT 'new'::text, 201, NULL::text, NULL::text, NULL::text, NULL::int, api_movimento_json(p_conta_id, m.id);
+  -- The movement as §2.2 answers it: the fields of the one just made (a repetition reads it again).
+  RETURN QUERY SELECT 'new'::text, 201, NULL::text, NULL::text, NULL::text, NULL::int, to_json(m);
+END $$;
+
+-- The movements of a batch of requests (api/write-queue.ts): each in a subtransaction of its own
+-- (one that fails leaves the others as they are), in one round trip and one commit. They run in the
+-- order of their balances, so two batches never wait on each other in a circle.
+CREATE FUNCTION api_estoque_movimentar_lote(
+  p_contas uuid[], p_chaves uuid[],                -- who makes each movement: account and API key
+  p_keys text[], p_routes text[], p_hashes bytea[], -- its Idempotency-Key (NULL: none), operation and body hash
+  p_tipos text[], p_variacoes uuid[], p_partes uuid[], p_quantidades int[], p_contados int[], p_motivos text[],
+  p_observacoes text[]
+) RETURNS json              -- per movement, in the order given: api_estoque_movimentar's answer, or {"erro": …}
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_out text[] := array_fill(NULL::text, ARRAY[cardinality(p_contas)]);
+  m record;
+  r record;
+BEGIN
+  FOR m IN
+    SELECT x.i::int AS i,
+           -- One key twice in a batch: the second finds the first still running (409).
+           row_number() OVER (PARTITION BY x.conta_id, x.chave_id, p_keys[x.i] ORDER BY x.i) AS vez
+      FROM unnest(p_contas, p_chaves) WITH ORDINALITY AS x(conta_id, chave_id, i)
+     ORDER BY x.conta_id, p_variacoes[x.i], p_partes[x.i], x.i
+  LOOP
+    IF m.vez > 1 AND p_keys[m.i] IS NOT NULL THEN
+      v_out[m.i] := '{"claim":"running"}';
+      CONTINUE;
+    END IF;
+    BEGIN
+      SELECT * INTO r FROM api_estoque_movimentar(p_contas[m.i], p_chaves[m.i], p_keys[m.i], p_routes[m.i], p_hashes[m.i],
+        p_tipos[m.i], p_variacoes[m.i], p_partes[m.i], p_quantidades[m.i], p_contados[m.i], p_motivos[m.i], p_observacoes[m.i]);
+      v_out[m.i] := row_to_json(r)::text;
+    EXCEPTION WHEN OTHERS THEN
+      v_out[m.i] := json_build_object('erro', SQLSTATE, 'mensagem', SQLERRM)::text;
+    END;
+  END LOOP;
+  RETURN '[' || array_to_string(v_out, ',') || ']';
+END $$;
+
+-- Grouped events (estoque.movimentado, produto.atualizado) mostly join a pending event: try that
+-- first, and insert only when there is none (the insert's conflict clause still settles a race).
+CREATE OR REPLACE FUNCTION emit_event(p_conta_id uuid, p_tipo text, p_dados jsonb, p_endpoint_id uuid DEFAULT NULL)
+RETURNS uuid
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_grupo text := agrupamento_do_evento(p_tipo, p_dados);
+  v_id uuid;
+BEGIN
+  IF v_grupo IS NULL THEN
+    INSERT INTO outbox (conta_id, tipo, dados, endpoint_id)
+    VALUES (p_conta_id, p_tipo, p_dados, p_endpoint_id)
+    RETURNING id INTO v_id;
+    -- Delivered at commit: wakes the worker's relay at once instead of at its next poll.
+    PERFORM pg_notify('outbox', '');
+    RETURN v_id;
+  END IF;
+  -- criado_em follows the latest data the event carries.
+  UPDATE outbox SET dados = p_dados, criado_em = now()
+   WHERE conta_id = p_conta_id AND group_key = v_grupo AND relayed_at IS NULL
+  RETURNING id INTO v_id;
+  IF FOUND THEN
+    RETURN v_id;
+  END IF;
+  INSERT INTO outbox (conta_id, tipo, dados, group_key, available_at)
+  VALUES (p_conta_id, p_tipo, p_dados, v_grupo, now() + interval '60 seconds')
+  ON CONFLICT (conta_id, group_key) WHERE relayed_at IS NULL AND group_key IS NOT NULL
+  DO UPDATE SET dados = excluded.dados, criado_em = excluded.criado_em
+  RETURNING id INTO v_id;
+  RETURN v_id;
 END $$;

@@ -1,9 +1,10 @@
 // POST /estoque/movimentos (contract §4.2): an entry, exit or adjustment of finished parts in the
 // account's own location. Body limits and the 2-unit cost are the pipeline's; this route checks
 // the body's shape and turns the database's refusals into 422s. The movement, with app.via = 'api',
-// its Idempotency-Key's claim and record, is one statement (api_estoque_movimentar).
+// its Idempotency-Key's claim and record, is one statement, batched with the others waiting
+// (api_estoque_movimentar_lote, api/write-queue.ts).
 import { z } from 'zod';
-import { MOTIVOS_MOVIMENTO, movimentarPelaApi, TIPOS_MOVIMENTO, type Movimentado, type MovimentoRow } from '../../shared/db/estoque.ts';
+import { MOTIVOS_MOVIMENTO, movimentoDoLote, movimentosEmLote, TIPOS_MOVIMENTO, type Movimentado, type MovimentoPedido, type MovimentoRow } from '../../shared/db/estoque.ts';
 import { regraRecusou, type ApiError } from '../../shared/errors.ts';
 import { idempotencyHeaders } from '../idempotency.ts';
 import { replayHeaders } from '../openapi.ts';
@@ -92,15 +93,21 @@ export const postMovimento = defineRoute({
       example: exemploMovimento,
     },
   },
-  once: async ({ caller, body, db }, keyed) => {
-    const r = await movimentarPelaApi(db, caller, keyed, { ...body, parte_id: body.parte_id ?? undefined });
-    return {
-      claim: r,
-      reply: () => {
-        if (r.recusa) throw recusa({ ok: false, recusa: r.recusa, limite: r.limite });
-        if (!r.movimento) throw new Error('api_estoque_movimentar answered neither a movement nor a refusal');
-        return { status: 201, body: present(r.movimento), resourceId: r.movimento.id };
-      },
-    };
+  once: {
+    write: { name: 'movimentos', call: (args) => movimentosEmLote(args as MovimentoPedido[]) },
+    args: ({ body, caller }, keyed): MovimentoPedido => ({
+      ...body, parte_id: body.parte_id ?? undefined, contaId: caller.contaId, chaveId: caller.chaveId, chave: keyed,
+    }),
+    result: (written) => {
+      const r = movimentoDoLote(written);
+      return {
+        claim: r,
+        reply: () => {
+          if (r.recusa) throw recusa({ ok: false, recusa: r.recusa, limite: r.limite });
+          if (!r.movimento) throw new Error('api_estoque_movimentar answered neither a movement nor a refusal');
+          return { status: 201, body: present(r.movimento), resourceId: r.movimento.id };
+        },
+      };
+    },
   },
 });

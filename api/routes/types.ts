@@ -8,6 +8,7 @@ import type { Db, Pool } from '../../shared/db/pool.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { CircuitBreaker } from '../breaker.ts';
 import type { AdmissionQueue } from '../admission-queue.ts';
+import type { BatchedWrite, WriteQueue } from '../write-queue.ts';
 import type { Claim, KeyedRequest } from '../idempotency.ts';
 import type { Billing } from '../limits.ts';
 import type { LimitsBookkeeper } from '../limits-bookkeeper.ts';
@@ -34,6 +35,7 @@ export type Deps = {
   breaker: CircuitBreaker;
   limits: LimitsBookkeeper;
   admissions: AdmissionQueue;
+  writes: WriteQueue;
   jobs: JobScheduler;
 };
 
@@ -107,10 +109,16 @@ export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined,
   /**
    * Instead of handler, for a POST whose whole change is one SQL function that also claims and
    * records the Idempotency-Key (api_write_claim … api_idempotency_record in the same statement):
-   * no transaction is opened around it, so the write is one round trip. It answers how the key was
-   * claimed and, for a request that ran or a repetition of a success, the reply.
+   * no transaction is opened around it, and the requests waiting for it go in one round trip
+   * (api/write-queue.ts).
    */
-  once?: (ctx: RouteContext<Out<P>, Out<Q>, Out<H>, Out<B>>, keyed: KeyedRequest | null) => Promise<OnceResult>;
+  once?: {
+    write: BatchedWrite;
+    /** This request's arguments for it. */
+    args: (ctx: RouteContext<Out<P>, Out<Q>, Out<H>, Out<B>>, keyed: KeyedRequest | null) => unknown;
+    /** The key's claim and the reply (or the business refusal), from what the write answered. */
+    result: (written: unknown) => OnceResult;
+  };
 };
 
 /** A one-statement write: the key's claim, and the reply (or the business refusal) of the change. */

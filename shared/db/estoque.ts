@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { Motivo } from '../errors.ts';
 import { pageClauses } from './paging.ts';
+import type { FragmentSqlToken } from 'slonik';
 import { sql, type Db } from './pool.ts';
 
 export const TIPOS_MOVIMENTO = ['entrada', 'saida', 'ajuste'] as const;
@@ -105,32 +106,52 @@ export async function movimentar(db: Db, contaId: string, m: NovoMovimento, loca
   return { ok: true, movimento: MovimentoRow.parse(r) };
 }
 
-const MovimentoApi = z.object({
+// A movement's answer from api_estoque_movimentar_lote: how its Idempotency-Key was claimed and the
+// movement made or refused ({"claim":"running"} alone for a key repeated within one batch).
+const nulo = <T extends z.ZodType>(type: T) => type.nullable().default(null);
+export const MovimentoApi = z.object({
   claim: z.enum(['new', 'running', 'conflito', 'done']),
-  status_code: z.number().nullable(),
-  codigo: z.string().nullable(),
-  motivo: z.string().nullable(),
-  recusa: Resultado.shape.recusa,
-  limite: z.number().int().nullable(),
+  status_code: nulo(z.number()),
+  codigo: nulo(z.string()),
+  motivo: nulo(z.string()),
+  recusa: nulo(z.enum(['referencia_invalida', 'abaixo_do_minimo', 'fora_do_multiplo', 'saldo_insuficiente'])),
+  limite: nulo(z.number().int()),
   // json: its timestamp arrives as PostgreSQL wrote it, normalized like every other (pool.ts).
-  movimento: MovimentoRow.extend({ criado_em: z.string().transform((v) => new Date(v).toISOString()) }).nullable(),
+  movimento: nulo(MovimentoRow.extend({ criado_em: z.string().transform((v) => new Date(v).toISOString()) })),
 });
 export type MovimentoApi = z.infer<typeof MovimentoApi>;
+/** A movement of the batch that failed in its own subtransaction (the others went on). */
+const Falha = z.object({ erro: z.string(), mensagem: z.string() });
+
+/** A movement posted through the API: who makes it, with its Idempotency-Key (null: none). */
+export type MovimentoPedido = NovoMovimento & {
+  contaId: string;
+  chaveId: string;
+  chave: { key: string; route: string; hash: Buffer } | null;
+};
 
 /**
- * POST /estoque/movimentos in one statement (api_estoque_movimentar): the Idempotency-Key claimed,
- * the movement made or refused, and the key's record kept, in one round trip.
+ * POST /estoque/movimentos for a batch of admitted requests (api_estoque_movimentar_lote): each
+ * claims its Idempotency-Key, moves the balance or is refused, and keeps its key's record, in one
+ * round trip and one commit.
  */
-export async function movimentarPelaApi(
-  db: Db,
-  origem: { contaId: string; chaveId: string },
-  chave: { key: string; route: string; hash: Buffer } | null,
-  m: NovoMovimento,
-): Promise<MovimentoApi> {
-  return db.one(sql.prepared('api_estoque_movimentar', MovimentoApi)`
-    SELECT * FROM api_estoque_movimentar(${origem.contaId}, ${origem.chaveId}, ${chave?.key ?? null}, ${chave?.route ?? null},
-      ${chave ? sql.binary(chave.hash) : null}, ${m.tipo}, ${m.variacao_id}, ${m.parte_id ?? null}, ${m.quantidade ?? null},
-      ${m.contado ?? null}, ${m.motivo}, ${m.observacao ?? null})`);
+export function movimentosEmLote(pedidos: readonly MovimentoPedido[]): FragmentSqlToken {
+  const col = <T>(pick: (p: MovimentoPedido) => T) => pedidos.map(pick);
+  return sql.fragment`api_estoque_movimentar_lote(
+    ${sql.array(col((p) => p.contaId), 'uuid')}, ${sql.array(col((p) => p.chaveId), 'uuid')},
+    ${sql.array(col((p) => p.chave?.key ?? null), 'text')}, ${sql.array(col((p) => p.chave?.route ?? null), 'text')},
+    ${sql.array(col((p) => (p.chave ? `\\x${p.chave.hash.toString('hex')}` : null)), 'text')}::bytea[],
+    ${sql.array(col((p) => p.tipo), 'text')}, ${sql.array(col((p) => p.variacao_id), 'uuid')},
+    ${sql.array(col((p) => p.parte_id ?? null), 'uuid')}, ${sql.array(col((p) => p.quantidade ?? null), 'int4')},
+    ${sql.array(col((p) => p.contado ?? null), 'int4')}, ${sql.array(col((p) => p.motivo), 'text')},
+    ${sql.array(col((p) => p.observacao ?? null), 'text')})`;
+}
+
+/** One request's answer in a batch's; a failure of its subtransaction is an error (a 500). */
+export function movimentoDoLote(written: unknown): MovimentoApi {
+  const falha = Falha.safeParse(written);
+  if (falha.success) throw new Error(`api_estoque_movimentar failed: ${falha.data.erro} ${falha.data.mensagem}`);
+  return MovimentoApi.parse(written);
 }
 
 export async function lerMovimento(db: Db, contaId: string, id: string): Promise<MovimentoRow | null> {

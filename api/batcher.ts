@@ -1,0 +1,86 @@
+// Requests that need the database for the same kind of statement go in one round trip: a batch is
+// sent at once when nothing of its kind is in flight (a quiet process adds no delay); otherwise
+// requests gather for the next batch, sent when one in flight answers or the newest has been in
+// flight for a while. A loaded process thereby amortizes round trips, statements and commits over
+// many requests.
+import { indisponivel } from '../shared/errors.ts';
+
+export type BatchPolicy = {
+  /** Batches in flight at once. */
+  lanes: number;
+  /** Another batch goes while one is in flight only once the newest has been in flight this long. */
+  stallMs: number;
+  /** A bound on one statement's arrays; beyond it the rest waits for the next batch. */
+  maxBatch: number;
+  /** A request that waited this long to be sent gets 503 instead (the pool's wait budget). */
+  waitBudgetMs: number;
+};
+
+type Waiting<T, R> = { item: T; since: number; resolve(result: R): void; reject(error: unknown): void };
+
+export class Batcher<T, R> {
+  #waiting: Waiting<T, R>[] = [];
+  /** When each batch in flight was sent, by batch number. */
+  #inFlight = new Map<number, number>();
+  #sent = 0;
+  #stallTimer: NodeJS.Timeout | null = null;
+  readonly #policy: BatchPolicy;
+  readonly #run: (items: T[]) => Promise<R[]>;
+
+  /** run: one round trip for the items, answering one result per item in their order. */
+  constructor(policy: BatchPolicy, run: (items: T[]) => Promise<R[]>) {
+    this.#policy = policy;
+    this.#run = run;
+  }
+
+  submit(item: T): Promise<R> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ item, since: performance.now(), resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#waiting.length === 0 || this.#inFlight.size >= this.#policy.lanes) return;
+    if (this.#inFlight.size > 0) {
+      const stalledIn = Math.max(...this.#inFlight.values()) + this.#policy.stallMs - performance.now();
+      if (stalledIn > 0) {
+        this.#stallTimer ??= setTimeout(() => {
+          this.#stallTimer = null;
+          this.#schedule();
+        }, Math.max(1, stalledIn));
+        return;
+      }
+    }
+    const batch = this.#take();
+    if (batch.length > 0) this.#send(batch);
+    this.#schedule();
+  }
+
+  /** The next batch; requests that waited past the wait budget get 503 instead. */
+  #take(): Waiting<T, R>[] {
+    const batch = this.#waiting.splice(0, this.#policy.maxBatch);
+    const deadline = performance.now() - this.#policy.waitBudgetMs;
+    if (batch.every((w) => w.since >= deadline)) return batch;
+    for (const w of batch) {
+      if (w.since < deadline) w.reject(indisponivel('O banco de dados está sobrecarregado; tente de novo em instantes.', 1));
+    }
+    return batch.filter((w) => w.since >= deadline);
+  }
+
+  #send(batch: Waiting<T, R>[]): void {
+    const id = ++this.#sent;
+    this.#inFlight.set(id, performance.now());
+    this.#run(batch.map((w) => w.item))
+      .then(
+        (results) => batch.forEach((w, i) => w.resolve(results[i] as R)),
+        (error: unknown) => batch.forEach((w) => w.reject(error)),
+      )
+      .finally(() => {
+        this.#inFlight.delete(id);
+        if (this.#stallTimer) clearTimeout(this.#stallTimer);
+        this.#stallTimer = null;
+        this.#schedule();
+      });
+  }
+}

@@ -1,0 +1,62 @@
+// One-statement writes in batches (RouteDef.once): the admitted requests of a route whose whole
+// change is one SQL function go to PostgreSQL together, each in a subtransaction of its own (see
+// api_estoque_movimentar_lote), so a loaded process amortizes round trips, statements and commits
+// over many writes. Batches of writes run side by side on several connections: the writes are the
+// work itself, not bookkeeping.
+import type { FragmentSqlToken } from 'slonik';
+import { z } from 'zod';
+import { sql, type Pool } from '../shared/db/pool.ts';
+import { Batcher } from './batcher.ts';
+import type { CircuitBreaker } from './breaker.ts';
+
+/** A kind of one-statement write that can be batched. */
+export type BatchedWrite = {
+  /** Names the prepared statement of its batches. */
+  name: string;
+  /** The batch's writes as one SQL expression answering a json array, one answer per request. */
+  call(args: readonly unknown[]): FragmentSqlToken;
+};
+
+/**
+ * Measured (BENCHMARKS.md): one batch of movements at a time made the lane the bottleneck; four
+ * side by side kept the database busy without splitting batches into ones.
+ */
+const LANES = 4;
+
+const Answers = z.object({ answers: z.string() });
+
+export class WriteQueue {
+  readonly #pool: Pool;
+  readonly #breaker: CircuitBreaker;
+  readonly #waitBudgetMs: number;
+  readonly #batchers = new Map<BatchedWrite, Batcher<unknown, unknown>>();
+
+  constructor(deps: { pool: Pool; breaker: CircuitBreaker }, waitBudgetMs: number) {
+    this.#pool = deps.pool;
+    this.#breaker = deps.breaker;
+    this.#waitBudgetMs = waitBudgetMs;
+  }
+
+  /** What the write answered for this request (its element of the batch's json array). */
+  write(kind: BatchedWrite, args: unknown): Promise<unknown> {
+    let batcher = this.#batchers.get(kind);
+    if (!batcher) {
+      batcher = new Batcher({ lanes: LANES, stallMs: 0, maxBatch: 200, waitBudgetMs: this.#waitBudgetMs }, (batch) => this.#send(kind, batch));
+      this.#batchers.set(kind, batcher);
+    }
+    return batcher.submit(args);
+  }
+
+  // A batch that commits after its requests were answered 503 (the wait budget ran out, not the
+  // statement) leaves its writes made: a client that retries with its Idempotency-Key gets them
+  // replayed.
+  async #send(kind: BatchedWrite, batch: unknown[]): Promise<unknown[]> {
+    const answers = await this.#breaker.run(() =>
+      this.#pool.oneFirst(sql.prepared(`write_${kind.name}`, Answers)`SELECT (${kind.call(batch)})::text AS answers`));
+    const parsed = JSON.parse(answers) as unknown;
+    if (!Array.isArray(parsed) || parsed.length !== batch.length) {
+      throw new Error(`${kind.name}: ${Array.isArray(parsed) ? parsed.length : 'no'} answers for ${batch.length} writes`);
+    }
+    return parsed;
+  }
+}

@@ -1,0 +1,90 @@
+// Movements in batches: the web process sends the movements of the admitted requests waiting at
+// the same moment in one statement (api_estoque_movimentar_lote). Each runs in a subtransaction of
+// its own, in the order of their balances, and a key repeated within one batch is still running for
+// the second request. Over HTTP, keys and limits are judged before the body.
+import { randomUUID } from 'node:crypto';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { z } from 'zod';
+import { bodyHash } from '../api/idempotency.ts';
+import { movimentoDoLote, movimentosEmLote, type MovimentoPedido } from '../shared/db/estoque.ts';
+import { sql } from '../shared/db/pool.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { criarProdutoCompleto, definirSaldo, saldoDe } from './helpers/catalogo.ts';
+import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
+import { request } from './helpers/http.ts';
+import { lerUso, settled } from './helpers/uso.ts';
+
+const test = suite('stock movements in batches');
+let app: TestApp;
+let conta: TestAccount;
+let variacao: string;
+
+test.before(async () => {
+  app = await startTestApp();
+  await createPlan(app.db.pool, 'lote_mov', { rajada: 1000, rajada_recarga_por_segundo: 1, simultaneas_por_chave: 100, simultaneas_por_conta: 100 });
+  conta = await createAccount(app.db.pool, { plano: 'lote_mov' });
+  const produto = await criarProdutoCompleto(app.db.pool, conta.contaId, { variacoes: [{}] });
+  variacao = produto.variacoes[0]?.id ?? '';
+  await definirSaldo(app.db.pool, conta.contaId, variacao, 100);
+});
+test.after(async () => app.stop());
+
+const saida = (quantidade: number, key = randomUUID()): MovimentoPedido => {
+  const body = { tipo: 'saida' as const, variacao_id: variacao, quantidade, motivo: 'venda_loja' as const };
+  return { ...body, contaId: conta.contaId, chaveId: conta.chaveId, chave: { key, route: 'postEstoqueMovimento', hash: bodyHash(body) } };
+};
+
+/** One batch of movements, as the web process sends it. */
+async function lote(pedidos: MovimentoPedido[]): Promise<unknown[]> {
+  const json = await app.db.pool.oneFirst(sql.type(z.object({ j: z.string() }))`SELECT (${movimentosEmLote(pedidos)})::text AS j`);
+  return JSON.parse(String(json)) as unknown[];
+}
+
+test('answers every movement in the order given, each balance moved in the order asked', async () => {
+  const outra = (await criarProdutoCompleto(app.db.pool, conta.contaId, { variacoes: [{}] })).variacoes[0]?.id ?? '';
+  await definirSaldo(app.db.pool, conta.contaId, outra, 10);
+  const antes = await saldoDe(app.db.pool, conta.contaId, variacao);
+  const writes = await lote([saida(1), { ...saida(3), variacao_id: outra }, saida(2)]);
+  const feitos = writes.map((w) => movimentoDoLote(w).movimento);
+  assert.equal(feitos.map((m) => m?.variacao_id), [variacao, outra, variacao]);
+  assert.equal(feitos.map((m) => m?.saldo_depois), [antes - 1, 7, antes - 3]);
+});
+
+test('one Idempotency-Key twice in a batch: the first moves, the second finds it running (409)', async () => {
+  const key = randomUUID();
+  const antes = await saldoDe(app.db.pool, conta.contaId, variacao);
+  const writes = await lote([saida(2, key), saida(2, key)]);
+  assert.is(movimentoDoLote(writes[0]).claim, 'new');
+  assert.is(movimentoDoLote(writes[1]).claim, 'running');
+  assert.is(await saldoDe(app.db.pool, conta.contaId, variacao), antes - 2);
+});
+
+test('a movement that fails in its subtransaction leaves the others of its batch', async () => {
+  const antes = await saldoDe(app.db.pool, conta.contaId, variacao);
+  const quebrado = { ...saida(1), tipo: 'roubo' } as unknown as MovimentoPedido;
+  const writes = await lote([saida(1), quebrado, saida(1)]);
+  assert.throws(() => movimentoDoLote(writes[1]), /api_estoque_movimentar failed/);
+  assert.equal([movimentoDoLote(writes[0]).claim, movimentoDoLote(writes[2]).claim], ['new', 'new']);
+  assert.is(await saldoDe(app.db.pool, conta.contaId, variacao), antes - 2);
+});
+
+test('over HTTP, keys and limits come before the body: unknown key 401, limit reached 429, then 400 (charged) for a bad body', async () => {
+  const ruim = { tipo: 'saida', variacao_id: variacao, motivo: 'venda_loja' };
+  const post = (token: string) => request(`${app.baseUrl}/estoque/movimentos`, { token, body: ruim, headers: { 'idempotency-key': randomUUID() } });
+  assert.is((await post(`chv_AAAAAAAA_${'x'.repeat(43)}`)).status, 401);
+  await settled(app);
+  const antes = await lerUso(app.db.pool, conta.contaId, conta.chaveId);
+  const invalido = await post(conta.token);
+  assert.is(invalido.status, 400);
+  assert.is(invalido.body.codigo, 'dados_invalidos');
+  await settled(app);
+  assert.is((await lerUso(app.db.pool, conta.contaId, conta.chaveId)).mes - antes.mes, 2, 'a refused body is charged like any admitted call');
+  await createPlan(app.db.pool, 'lote_vazio', { escritas_por_minuto: 1 });
+  const pobre = await createAccount(app.db.pool, { plano: 'lote_vazio' });
+  const limitado = await post(pobre.token);
+  assert.is(limitado.status, 429, 'a write of 2 units never fits 1 write a minute');
+  assert.is(limitado.body.codigo, 'limite_excedido');
+});
+
+test.run();
