@@ -18,10 +18,10 @@ export type BatchedWrite = {
 };
 
 /**
- * Measured (BENCHMARKS.md): one batch of movements at a time made the lane the bottleneck; four
- * side by side kept the database busy without splitting batches into ones.
+ * Measured (BENCHMARKS.md): one batch of movements at a time made the lane the bottleneck; two to
+ * four side by side did equally well (within the machine's noise), more split batches smaller.
  */
-const LANES = 4;
+const LANES = 3;
 
 const Answers = z.object({ answers: z.string() });
 
