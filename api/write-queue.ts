@@ -23,6 +23,14 @@ export type BatchedWrite = {
  */
 const LANES = 3;
 
+/**
+ * Each write of a batch is a subtransaction that takes its own transaction id. A backend publishes
+ * at most 64 of them (PGPROC_MAX_CACHED_SUBXIDS); past that every snapshot in the cluster is marked
+ * overflowed and visibility checks fall back to pg_subtrans, slowing every session. A batch stays
+ * under that line.
+ */
+const MAX_BATCH = 64;
+
 const Answers = z.object({ answers: z.string() });
 
 export class WriteQueue {
@@ -41,7 +49,7 @@ export class WriteQueue {
   write(kind: BatchedWrite, args: unknown): Promise<unknown> {
     let batcher = this.#batchers.get(kind);
     if (!batcher) {
-      batcher = new Batcher({ lanes: LANES, stallMs: 0, maxBatch: 200, waitBudgetMs: this.#waitBudgetMs }, (batch) => this.#send(kind, batch));
+      batcher = new Batcher({ lanes: LANES, stallMs: 0, maxBatch: MAX_BATCH, waitBudgetMs: this.#waitBudgetMs }, (batch) => this.#send(kind, batch));
       this.#batchers.set(kind, batcher);
     }
     return batcher.submit(args);

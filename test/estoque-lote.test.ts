@@ -6,7 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
+import { CircuitBreaker } from '../api/breaker.ts';
 import { bodyHash } from '../api/idempotency.ts';
+import { WriteQueue } from '../api/write-queue.ts';
 import { movimentoDoLote, movimentosEmLote, type MovimentoPedido } from '../shared/db/estoque.ts';
 import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -67,6 +69,20 @@ test('a movement that fails in its subtransaction leaves the others of its batch
   assert.throws(() => movimentoDoLote(writes[1]), /api_estoque_movimentar failed/);
   assert.equal([movimentoDoLote(writes[0]).claim, movimentoDoLote(writes[2]).claim], ['new', 'new']);
   assert.is(await saldoDe(app.db.pool, conta.contaId, variacao), antes - 2);
+});
+
+test('a batch holds at most 64 movements (a backend publishes 64 subtransaction ids); the rest go in the next ones', async () => {
+  const muitas = (await criarProdutoCompleto(app.db.pool, conta.contaId, { variacoes: [{}] })).variacoes[0]?.id ?? '';
+  await definirSaldo(app.db.pool, conta.contaId, muitas, 500);
+  const tamanhos: number[] = [];
+  const kind = { name: 'movimentos_teste', call: (args: readonly unknown[]) => (tamanhos.push(args.length), movimentosEmLote(args as MovimentoPedido[])) };
+  const writes = new WriteQueue({ pool: app.db.pool, breaker: new CircuitBreaker({ failureThreshold: 3, openMs: 1000, waitBudgetMs: 30_000 }) }, 30_000);
+  const answers = await Promise.all(Array.from({ length: 200 }, () => writes.write(kind, { ...saida(1), variacao_id: muitas })));
+  assert.ok(answers.every((a) => movimentoDoLote(a).claim === 'new'));
+  assert.is(tamanhos.reduce((a, b) => a + b, 0), 200);
+  assert.ok(Math.max(...tamanhos) <= 64, `batches of ${tamanhos.join(', ')}`);
+  assert.ok(tamanhos.some((t) => t === 64), `batches of ${tamanhos.join(', ')}: a full one was expected`);
+  assert.is(await saldoDe(app.db.pool, conta.contaId, muitas), 300);
 });
 
 test('over HTTP, keys and limits come before the body: unknown key 401, limit reached 429, then 400 (charged) for a bad body', async () => {
