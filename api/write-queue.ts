@@ -1,6 +1,6 @@
 // One-statement writes in batches (RouteDef.once): the admitted requests of a route whose whole
-// change is one SQL function go to PostgreSQL together, each in a subtransaction of its own (see
-// api_estoque_movimentar_lote), so a loaded process amortizes round trips, statements and commits
+// change is one SQL function go to PostgreSQL together (see api_estoque_movimentar_lote: a write
+// that fails leaves the others), so a loaded process amortizes round trips, statements and commits
 // over many writes. Batches of writes run side by side on several connections: the writes are the
 // work itself, not bookkeeping.
 import type { FragmentSqlToken } from 'slonik';
@@ -24,10 +24,10 @@ export type BatchedWrite = {
 const LANES = 3;
 
 /**
- * Each write of a batch is a subtransaction that takes its own transaction id. A backend publishes
- * at most 64 of them (PGPROC_MAX_CACHED_SUBXIDS); past that every snapshot in the cluster is marked
- * overflowed and visibility checks fall back to pg_subtrans, slowing every session. A batch stays
- * under that line.
+ * A batch in which a write failed runs again with each write in a subtransaction of its own, each
+ * taking a transaction id. A backend publishes at most 64 of them (PGPROC_MAX_CACHED_SUBXIDS); past
+ * that every snapshot in the cluster is marked overflowed and visibility checks fall back to
+ * pg_subtrans, slowing every session. A batch stays under that line.
  */
 const MAX_BATCH = 64;
 

@@ -164,9 +164,9 @@ ${table}
   **${ratio.toFixed(2)}** (target ≥ 0.5).
 - How: admission goes in batches (every request waiting at a moment in one round trip and one
   commit), then the movements of the admitted requests go in batches of their own, up to three side
-  by side (api/write-queue.ts): each in a subtransaction of one statement, api_estoque_movimentar_lote,
-  that declares the origin for the triggers, claims the Idempotency-Key, moves the balance, records
-  the movement (its trigger queues estoque.movimentado) and keeps the key's record. The baseline
+  by side (api/write-queue.ts), each batch one statement, api_estoque_movimentar_lote, that for each
+  movement declares the origin for the triggers, claims the Idempotency-Key, moves the balance,
+  records the movement (its trigger queues estoque.movimentado) and keeps the key's record. The baseline
   makes 4 round trips and one commit per request; the API makes 2 round trips shared by a batch
   each. What is left is work the baseline does not do: a movement runs about a dozen statements
   (key claim and record, balance, movement with 4 foreign keys, the grouped event), about 0.45 ms

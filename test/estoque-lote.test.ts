@@ -1,6 +1,6 @@
 // Movements in batches: the web process sends the movements of the admitted requests waiting at
-// the same moment in one statement (api_estoque_movimentar_lote). Each runs in a subtransaction of
-// its own, in the order of their balances, and a key repeated within one batch is still running for
+// the same moment in one statement (api_estoque_movimentar_lote): in the order of their balances,
+// a failing one leaving the others, and a key repeated within one batch is still running for
 // the second request. Over HTTP, keys and limits are judged before the body.
 import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
@@ -62,7 +62,7 @@ test('one Idempotency-Key twice in a batch: the first moves, the second finds it
   assert.is(await saldoDe(app.db.pool, conta.contaId, variacao), antes - 2);
 });
 
-test('a movement that fails in its subtransaction leaves the others of its batch', async () => {
+test('a movement that fails leaves the others of its batch, each made once (the batch is redone with each movement isolated)', async () => {
   const antes = await saldoDe(app.db.pool, conta.contaId, variacao);
   const quebrado = { ...saida(1), tipo: 'roubo' } as unknown as MovimentoPedido;
   const writes = await lote([saida(1), quebrado, saida(1)]);
