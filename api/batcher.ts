@@ -24,6 +24,7 @@ export class Batcher<T, R> {
   #inFlight = new Map<number, number>();
   #sent = 0;
   #stallTimer: NodeJS.Timeout | null = null;
+  #gather: NodeJS.Immediate | null = null;
   readonly #policy: BatchPolicy;
   readonly #run: (items: T[]) => Promise<R[]>;
 
@@ -36,7 +37,14 @@ export class Batcher<T, R> {
   submit(item: T): Promise<R> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ item, since: performance.now(), resolve, reject });
-      this.#schedule();
+      // Alone, a request goes at once. While a batch is in flight, the requests that arrive in one
+      // turn of the event loop go together (measured: a quarter less CPU per movement, in both
+      // processes, than a batch for each as lanes free up).
+      if (this.#inFlight.size === 0) this.#schedule();
+      else this.#gather ??= setImmediate(() => {
+        this.#gather = null;
+        this.#schedule();
+      });
     });
   }
 

@@ -21,8 +21,11 @@ CREATE FUNCTION api_admit_batch(
 LANGUAGE plpgsql
 -- Its reading statement joins a dozen tables: planned once, not at every call (a custom plan
 -- costs more than the batch it plans for), and never compiled (JIT would cost more than the batch).
+-- Every lookup is by key: an index lookup whatever the statistics said when the connection first
+-- planned it (a plan made while a table was small was a sequential scan, kept as the table grew).
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+SET enable_seqscan = off
 AS $$
 DECLARE
   v_now timestamptz := now();

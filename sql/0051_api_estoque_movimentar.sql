@@ -17,7 +17,12 @@ CREATE TYPE api_write_claim AS (
 
 CREATE FUNCTION api_write_claim(p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea)
 RETURNS api_write_claim
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- The record's lookup is by its primary key: an index lookup whatever the statistics say. A plan is
+-- made once per connection; made while the table was empty it was a sequential scan, kept while the
+-- table grew until the next ANALYZE (measured: 90 million rows read in a 15 s benchmark).
+SET enable_seqscan = off
+AS $$
 DECLARE
   c api_write_claim;
   k record;
@@ -139,7 +144,11 @@ CREATE FUNCTION api_estoque_movimentar_lote(
   p_tipos text[], p_variacoes uuid[], p_partes uuid[], p_quantidades int[], p_contados int[], p_motivos text[],
   p_observacoes text[]
 ) RETURNS json              -- per movement, in the order given: api_estoque_movimentar's answer, or {"erro": …}
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Every statement it runs, down to the foreign key checks and the event's trigger, finds its rows by
+-- key: an index lookup whatever the statistics said when the connection first planned it.
+SET enable_seqscan = off
+AS $$
 BEGIN
   BEGIN
     RETURN api_estoque_movimentar_lote_em(false, p_contas, p_chaves, p_keys, p_routes, p_hashes, p_tipos,
