@@ -169,8 +169,8 @@ ${table}
   records the movement (its trigger queues estoque.movimentado) and keeps the key's record. The baseline
   makes 4 round trips and one commit per request; the API makes 2 round trips shared by a batch
   each. What is left is work the baseline does not do: a movement runs about a dozen statements
-  (key claim and record, balance, movement with 4 foreign keys, the grouped event), about 0.45 ms
-  of database CPU alone against 0.1 ms for the baseline's pair (pgbench, this machine).
+  (key claim and record, balance, movement with 4 foreign keys, the grouped event), every one an
+  index lookup (docs/decisions.md, "Index lookups on the hot path").
 - One request at a time (p50, ms):
 
 | step | ms |
