@@ -5,8 +5,8 @@
 -- Measured (BENCHMARKS.md): the same steps as separate statements in a transaction were six round
 -- trips and most of a movement's time was spent between them.
 
--- How a one-statement write claimed its Idempotency-Key (api_write_begin's outcome, compared here so
--- the hash never travels back): new, running (409), conflito (422) or done (replay the record).
+-- How a write claimed its Idempotency-Key (route and body hash compared here, so the hash never
+-- travels back): new, running (409), conflito (422) or done (replay the record).
 CREATE TYPE api_write_claim AS (
   claim text,
   status_code int,
@@ -14,6 +14,9 @@ CREATE TYPE api_write_claim AS (
   codigo text,
   motivo text
 );
+
+-- Every POST claims its key with api_write_claim now; the earlier form (0007) is gone.
+DROP FUNCTION api_write_begin(uuid, uuid, text);
 
 CREATE FUNCTION api_write_claim(p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea)
 RETURNS api_write_claim
@@ -27,7 +30,7 @@ DECLARE
   c api_write_claim;
   k record;
 BEGIN
-  -- Who makes the change, for the triggers (the same as api_write_begin).
+  -- Who makes the change, for the triggers.
   PERFORM set_config('app.via', 'api', true), set_config('app.chave_id', p_chave_id::text, true);
   c.claim := 'new';
   IF p_key IS NULL THEN

@@ -188,12 +188,15 @@ test('Idempotency-Key: required where the route says so, at most 64 characters; 
   // A request still running holds its key; once its transaction ends (here: its process is gone and
   // the transaction rolled back) the key is free at once, nothing to clean up.
   let release: () => void = () => undefined;
+  let claimed: () => void = () => undefined;
+  const taken = new Promise<void>((resolve) => (claimed = resolve));
   const held = app.db.pool.transaction(async (tx) => {
-    await tx.query(sql.unsafe`SELECT * FROM api_write_begin(${account.contaId}, ${account.chaveId}, 'chave-orfa')`);
+    await tx.query(sql.unsafe`SELECT * FROM api_write_claim(${account.contaId}, ${account.chaveId}, 'chave-orfa', 'teste', NULL)`);
+    claimed();
     await new Promise<void>((resolve) => (release = resolve));
     throw new Error('the process died');
   }).catch(() => undefined);
-  await new Promise((r) => setTimeout(r, 50));
+  await taken;
   assert.is((await post('/teste/idempotente', { nome: 'Orfa' }, { 'idempotency-key': 'chave-orfa' })).status, 409);
   release();
   await held;

@@ -154,12 +154,6 @@ export function movimentoDoLote(written: unknown): MovimentoApi {
   return MovimentoApi.parse(written);
 }
 
-export async function lerMovimento(db: Db, contaId: string, id: string): Promise<MovimentoRow | null> {
-  return db.maybeOne(sql.type(MovimentoRow)`
-    SELECT id, tipo, variacao_id, parte_id, local_id, quantidade, saldo_antes, saldo_depois, motivo, observacao, criado_em
-      FROM estoque_movimentos WHERE conta_id = ${contaId} AND id = ${id}`);
-}
-
 export const LocalRow = z.object({ id: z.string(), nome: z.string(), tipo: z.enum(TIPOS_LOCAL), criado_em: z.string() });
 
 export async function listarLocais(db: Db, contaId: string): Promise<readonly z.infer<typeof LocalRow>[]> {
