@@ -36,7 +36,7 @@ test.after(async () => {
   await db.close();
 });
 
-const TABLES = ['chaves_api', 'contas', 'usuarios', 'planos', 'rate_buckets', 'minute_windows', 'uso_mensal',
+const TABLES = ['chaves_api', 'contas', 'usuarios', 'planos', 'rate_buckets', 'minute_windows', 'uso_mensal', 'month_advances',
   'request_slots', 'idempotency_keys', 'variacoes', 'locais', 'estoque_saldos', 'estoque_movimentos', 'outbox'];
 
 /** Sequential scans of each table so far, with the judged connection's counts flushed first. */

@@ -195,7 +195,7 @@ test('a refusal changes no counter and a refused key is charged nothing', async 
   await db.pool.query(sql.unsafe`
     INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)`);
   for (let i = 0; i < 3; i++) assert.is((await admitOnce(db.pool, account.token)).reason, 'mes');
-  const used = await db.pool.oneFirst(sql.unsafe`SELECT chamadas FROM uso_mensal WHERE conta_id = ${account.contaId}`);
+  const used = await db.pool.oneFirst(sql.unsafe`SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${account.contaId}`);
   assert.is(used, 50000);
   const slots = await db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM request_slots WHERE conta_id = ${account.contaId}`);
   assert.is(slots, 0);

@@ -33,7 +33,7 @@ function parsed(header: string | null) {
 
 const usage = (account: TestAccount) =>
   app.db.pool.one(sql.type(z.object({ mes: z.number(), tokens: z.number(), at: z.number(), leitura: z.number(), escrita: z.number() }))`
-    SELECT coalesce((SELECT chamadas FROM uso_mensal WHERE conta_id = ${account.contaId}), 0)::int AS mes,
+    SELECT coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${account.contaId}), 0)::int AS mes,
            (SELECT tokens FROM rate_buckets WHERE chave_id = ${account.chaveId})::float8 AS tokens,
            (SELECT extract(epoch FROM refreshed_at) FROM rate_buckets WHERE chave_id = ${account.chaveId})::float8 AS at,
            coalesce((SELECT used FROM minute_windows WHERE conta_id = ${account.contaId} AND classe = 'leitura'), 0)::int AS leitura,

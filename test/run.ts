@@ -95,9 +95,12 @@ function runFile(file: string, prefix: string, adminUrl: string): Promise<Result
       const skipped = Number(/Skipped:\s+(\d+)/.exec(output)?.[1] ?? 0);
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       const name = path.relative(projectRoot, file);
-      process.stdout.write(`${code === 0 ? 'ok  ' : 'FAIL'} ${name} (${passed}/${total - skipped} in ${seconds} s)\n`);
-      if (code !== 0) process.stdout.write(indent(output));
-      resolve({ file: name, code: code ?? 1, passed, failed: Math.max(0, total - skipped - passed), kept: [] });
+      // uvu exits 0 when a hook throws before the tests ran ("Exiting early"): a suite passes only
+      // when it reported every one of its tests passed.
+      const ok = code === 0 && total > 0 && passed === total - skipped;
+      process.stdout.write(`${ok ? 'ok  ' : 'FAIL'} ${name} (${passed}/${total - skipped} in ${seconds} s)\n`);
+      if (!ok) process.stdout.write(indent(output));
+      resolve({ file: name, code: ok ? 0 : (code || 1), passed, failed: Math.max(0, total - skipped - passed), kept: [] });
     });
   });
 }

@@ -104,7 +104,7 @@ const getConta = defineRoute({
       deps.pool.one(sql.type(UsoRow)`
         SELECT c.nome, coalesce(u.chamadas, 0) AS chamadas
           FROM contas c
-          LEFT JOIN uso_mensal u ON u.conta_id = c.id AND u.mes = ${`${mes}-01`}::date
+          LEFT JOIN uso_mensal_efetivo u ON u.conta_id = c.id AND u.mes = ${`${mes}-01`}::date
          WHERE c.id = ${caller.contaId}`),
     ]);
     if (!chave) throw new Error('admitted key vanished');

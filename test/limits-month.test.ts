@@ -1,0 +1,99 @@
+// The month counter charged ahead in durable blocks (sql/0052): uso_mensal is written only when a
+// block is charged, the calls made are exact, a crash can only leave calls counted that were not
+// made, and the ceiling is exact whatever the blocks.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { z } from 'zod';
+import { sql, type Db } from '../shared/db/pool.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
+import { admitOnce, admitSequence } from './helpers/limits.ts';
+
+const test = suite('limits: the month counter in durable blocks');
+let db: TestDatabase;
+
+// 3,000 calls a month: blocks of 3. Every other ceiling out of the way.
+const PLANO = 'blocos';
+test.before(async () => {
+  db = await createTestDatabase();
+  await createPlan(db.pool, PLANO, {
+    chamadas_por_mes: 3000, rajada: 1_000_000, rajada_recarga_por_segundo: 1_000_000,
+    leituras_por_minuto: 1_000_000, escritas_por_minuto: 1_000_000, simultaneas_por_chave: 1000, simultaneas_por_conta: 1000,
+  });
+});
+test.after(async () => db.close());
+
+const Month = z.object({ cobradas: z.number(), chamadas: z.number(), adiantadas: z.number(), xmin: z.string() });
+/** uso_mensal (durable, with the advance), the calls made (the view), and the row's version. */
+const month = (pool: Db, account: TestAccount) => pool.one(sql.type(Month)`
+  SELECT u.chamadas AS cobradas, e.chamadas, e.adiantadas, u.xmin::text AS xmin
+    FROM uso_mensal u JOIN uso_mensal_efetivo e USING (conta_id, mes)
+   WHERE u.conta_id = ${account.contaId}`);
+
+test('a block is charged to uso_mensal once; the calls that spend it leave the durable row untouched', async () => {
+  const account = await createAccount(db.pool, { plano: PLANO });
+  const first = await admitSequence(db.pool, account.token, 1);
+  assert.is(first[0]?.mes_r, 2999);
+  const charged = await month(db.pool, account);
+  assert.equal({ cobradas: charged.cobradas, chamadas: charged.chamadas, adiantadas: charged.adiantadas }, { cobradas: 3, chamadas: 1, adiantadas: 2 });
+
+  const next = await admitSequence(db.pool, account.token, 2);
+  assert.equal(next.map((r) => r.mes_r), [2998, 2997], 'the headers count the calls made');
+  const spent = await month(db.pool, account);
+  assert.equal({ cobradas: spent.cobradas, chamadas: spent.chamadas, adiantadas: spent.adiantadas }, { cobradas: 3, chamadas: 3, adiantadas: 0 });
+  assert.is(spent.xmin, charged.xmin, 'no new version of the uso_mensal row: nothing durable written');
+
+  await admitSequence(db.pool, account.token, 1);
+  const again = await month(db.pool, account);
+  assert.is(again.cobradas, 6, 'the next block');
+  assert.is(again.chamadas, 4);
+  assert.is.not(again.xmin, charged.xmin);
+});
+
+test('a crash forgets the advance: what was left of the block stays counted, nothing is given back', async () => {
+  const account = await createAccount(db.pool, { plano: PLANO });
+  await admitSequence(db.pool, account.token, 1);
+  // What crash recovery does to an UNLOGGED table.
+  await db.pool.query(sql.unsafe`DELETE FROM month_advances WHERE conta_id = ${account.contaId}`);
+  const after = await month(db.pool, account);
+  assert.equal({ cobradas: after.cobradas, chamadas: after.chamadas }, { cobradas: 3, chamadas: 3 });
+  const [next] = await admitSequence(db.pool, account.token, 1);
+  assert.is(next?.mes_r, 3000 - 4);
+});
+
+test('near the ceiling a block is cut to what is left: the 3,000th call admitted, the next refused', async () => {
+  const account = await createAccount(db.pool, { plano: PLANO });
+  await db.pool.query(sql.unsafe`
+    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 2995)`);
+  const results = await admitSequence(db.pool, account.token, 6);
+  assert.equal(results.map((r) => r.outcome), ['ok', 'ok', 'ok', 'ok', 'ok', 'limite_excedido']);
+  assert.equal(results.map((r) => r.mes_r), [4, 3, 2, 1, 0, 0]);
+  assert.is(results[5]?.reason, 'mes');
+  const full = await month(db.pool, account);
+  assert.equal({ cobradas: full.cobradas, chamadas: full.chamadas, adiantadas: full.adiantadas }, { cobradas: 3000, chamadas: 3000, adiantadas: 0 });
+});
+
+test('a call that costs more than the advance charges a block of at least its cost', async () => {
+  const account = await createAccount(db.pool, { plano: PLANO });
+  await admitSequence(db.pool, account.token, 1);
+  const [big] = await admitSequence(db.pool, account.token, 1, { custo: 5 });
+  assert.is(big?.mes_r, 3000 - 6);
+  const after = await month(db.pool, account);
+  assert.equal({ cobradas: after.cobradas, chamadas: after.chamadas, adiantadas: after.adiantadas }, { cobradas: 6, chamadas: 6, adiantadas: 0 });
+});
+
+test('a refund goes back to the advance and the next calls spend it', async () => {
+  const account = await createAccount(db.pool, { plano: PLANO });
+  await admitSequence(db.pool, account.token, 3);
+  await db.pool.query(sql.unsafe`
+    SELECT api_settle(ARRAY[${account.chaveId}]::uuid[], ARRAY[${account.contaId}]::uuid[], ARRAY['leitura'],
+                      ARRAY[date_trunc('minute', now())], ARRAY[date_trunc('month', now() AT TIME ZONE 'UTC')::date],
+                      ARRAY[0], ARRAY[0], ARRAY[1], ARRAY[0])`);
+  const refunded = await month(db.pool, account);
+  assert.equal({ cobradas: refunded.cobradas, chamadas: refunded.chamadas, adiantadas: refunded.adiantadas }, { cobradas: 3, chamadas: 2, adiantadas: 1 });
+  const ok = await admitOnce(db.pool, account.token);
+  assert.is(ok.mes_r, 2997);
+  assert.is((await month(db.pool, account)).xmin, refunded.xmin, 'spent from the refund, no block charged');
+});
+
+test.run();
