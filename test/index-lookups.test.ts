@@ -24,6 +24,7 @@ let variacao: string;
 test.before(async () => {
   db = await createTestDatabase();
   conta = await createAccount(db.pool);
+  await db.pool.query(sql.unsafe`UPDATE planos SET rajada = 1000 WHERE id = 'farm'`);
   variacao = (await criarProdutoCompleto(db.pool, conta.contaId, { variacoes: [{}] })).variacoes[0]?.id ?? '';
   await definirSaldo(db.pool, conta.contaId, variacao, 1000);
   // Statistics of small tables, as a new installation has them: a sequential scan is the cheapest
@@ -56,9 +57,13 @@ const movimento = (): MovimentoPedido => {
 test('admission and a batch of movements with their keys read no table sequentially', async () => {
   const before = await seqScans();
   for (let i = 0; i < 10; i++) {
-    const [admitted] = await admitBatch(one, [{ token: conta.token, custo: 2, classe: 'escrita' }],
-      { release: i > 0 ? [{ contaId: conta.contaId, chaveId: conta.chaveId }] : [] });
+    // Alone (api_admit_one) and in a batch of two (api_admit_many), each giving back the slots the
+    // one before took.
+    const slot = { contaId: conta.contaId, chaveId: conta.chaveId };
+    const [admitted] = await admitBatch(one, [{ token: conta.token, custo: 2, classe: 'escrita' }], { release: i > 0 ? [slot, slot] : [] });
     assert.is(admitted?.outcome, 'ok');
+    const pair = await admitBatch(one, [{ token: conta.token }, { token: conta.token }], { release: [slot] });
+    assert.equal(pair.map((r) => r.outcome), ['ok', 'ok']);
     const json = await one.oneFirst(sql.type(z.object({ j: z.string() }))`SELECT (${movimentosEmLote([movimento(), movimento()])})::text AS j`);
     const answers = JSON.parse(json) as unknown[];
     assert.ok(answers.every((a) => movimentoDoLote(a).status_code === 201));
