@@ -101,7 +101,7 @@ async function breakdown(): Promise<Record<string, number>> {
   };
   for (let i = 0; i < 300; i++) {
     const body = { tipo: 'entrada' as const, variacao_id: alvo.variacoes[i % VARIATIONS_PER_ACCOUNT] ?? '', quantidade: 1, motivo: 'outro' as const };
-    await time('admission (api_admit_batch of one)', () => pool.query(sql.unsafe`
+    await time('admission of one request (api_admit_batch → api_admit_one)', () => pool.query(sql.unsafe`
       SELECT * FROM api_admit(${sql.binary(hashToken(alvo.token))}, 'estoque:escrever', 'estoque_produtos.movimentar', 2, 'escrita', 'bench', ${sql.array([], 'uuid')})`));
     const pedido = { ...body, contaId: alvo.contaId, chaveId: alvo.chaveId, chave: { key: randomUUID(), route: 'postEstoqueMovimento', hash: bodyHash(body) } };
     await time('movement with its key (api_estoque_movimentar_lote of one)', () =>
