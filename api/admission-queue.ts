@@ -82,7 +82,7 @@ export class AdmissionQueue {
         ${sql.array(column((r) => r.escopo), 'text')}, ${sql.array(column((r) => r.permissao), 'text')},
         ${sql.array(column((r) => r.custo), 'int4')}, ${sql.array(column((r) => r.classe), 'text')},
         ${this.#deps.limits.holder}, ${sql.array(releases.contas, 'uuid')}, ${sql.array(releases.chaves, 'uuid')}
-      )::text AS admissions`);
+      ) AS admissions`);
   }
 
   /**

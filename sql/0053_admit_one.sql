@@ -230,16 +230,35 @@ BEGIN
   RETURN v_out;
 END $$;
 
--- What a web process calls: a batch of one takes the path above, a larger one the batch form.
+-- What a web process calls: a batch of one takes the path above, a larger one the batch form. The
+-- answer is the json array as text: the web process parses it, so the database need not (measured:
+-- casting the single path's text to json and back cost about 15 µs of a 260 µs admission).
 CREATE FUNCTION api_admit_batch(
   p_hashes bytea[], p_escopos text[], p_permissoes text[], p_custos int[], p_classes text[], p_holder text,
   p_release_contas uuid[], p_release_chaves uuid[]
-) RETURNS json
+) RETURNS text
 LANGUAGE plpgsql AS $$
 BEGIN
   IF cardinality(p_hashes) = 1 THEN
-    RETURN ('[' || api_admit_one(p_hashes[1], p_escopos[1], p_permissoes[1], p_custos[1], p_classes[1], p_holder,
-                                 p_release_contas, p_release_chaves) || ']')::json;
+    RETURN '[' || api_admit_one(p_hashes[1], p_escopos[1], p_permissoes[1], p_custos[1], p_classes[1], p_holder,
+                                p_release_contas, p_release_chaves) || ']';
   END IF;
-  RETURN api_admit_many(p_hashes, p_escopos, p_permissoes, p_custos, p_classes, p_holder, p_release_contas, p_release_chaves);
+  RETURN api_admit_many(p_hashes, p_escopos, p_permissoes, p_custos, p_classes, p_holder, p_release_contas, p_release_chaves)::text;
 END $$;
+
+-- One request alone, as an admission row (operators, tests): the batch's text read as json here.
+CREATE OR REPLACE FUNCTION api_admit(
+  p_token_hash bytea,
+  p_escopo text,
+  p_permissao text,
+  p_custo int,
+  p_classe text,
+  p_holder text,
+  p_release uuid[]
+) RETURNS admission
+LANGUAGE sql AS $$
+  SELECT * FROM json_populate_record(NULL::admission,
+    api_admit_batch(ARRAY[p_token_hash], ARRAY[p_escopo], ARRAY[p_permissao], ARRAY[p_custo], ARRAY[p_classe], p_holder,
+                    ARRAY(SELECT ch.conta_id FROM unnest(p_release) AS u(id) JOIN chaves_api ch ON ch.id = u.id),
+                    ARRAY(SELECT u.id FROM unnest(p_release) AS u(id) JOIN chaves_api ch ON ch.id = u.id))::json -> 0)
+$$;
