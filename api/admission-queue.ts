@@ -3,40 +3,27 @@
 // request still gets exactly the decision it would get alone.
 import { z } from 'zod';
 import { sql, type Pool } from '../shared/db/pool.ts';
+import { ApiError, describeError } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import { Batcher } from './batcher.ts';
+import { AdmissionRow } from './admission-row.ts';
+import { RefusalCache } from './refusal-cache.ts';
+import type { Prova } from './admission-row.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import type { LimitsBookkeeper, Releases } from './limits-bookkeeper.ts';
 import { settlementFor, type Charge } from './limits.ts';
 
-// A refusal carries only what it needs (a 401 nothing but its outcome): absent means null.
-const maybe = <T extends z.ZodType>(type: T) => type.nullable().default(null);
-const int = maybe(z.number().int());
-export const AdmissionRow = z.object({
-  outcome: z.enum(['ok', 'nao_autenticado', 'escopo_insuficiente', 'limite_excedido', 'indisponivel']),
-  reason: maybe(z.string()),
-  conta_id: maybe(z.string()),
-  chave_id: maybe(z.string()),
-  usuario_id: maybe(z.string()),
-  plano_id: maybe(z.string()),
-  permissoes: maybe(z.array(z.string())),
-  slot_held: maybe(z.boolean()),
-  retry_after: int,
-  suspended_until: maybe(z.string()),
-  window_start: maybe(z.string()),
-  mes: maybe(z.string()),
-  rajada_q: int, rajada_w: int, rajada_r: int, rajada_t: int,
-  minuto_q: int, minuto_r: int, minuto_t: int,
-  mes_q: int, mes_r: int, mes_t: int,
-});
-export type AdmissionRow = z.infer<typeof AdmissionRow>;
 const BatchResult = z.object({ admissions: z.string() });
 
 export type AdmissionRequest = {
+  /** What shows the request may be a repetition, checked by admission before it charges (repetition.ts). */
+  prova?: Prova | null;
   tokenHash: Buffer;
   escopo: string | null;
   permissao: string | null;
   custo: number;
+  /** Units of the month when not `custo` (capped at the burst for the other counters, never here). */
+  custoMes?: number | null;
   classe: 'leitura' | 'escrita';
 };
 
@@ -45,18 +32,43 @@ export type AdmissionQueueDeps = { pool: Pool; breaker: CircuitBreaker; limits: 
 export class AdmissionQueue {
   readonly #deps: AdmissionQueueDeps;
   readonly #batcher: Batcher<AdmissionRequest, AdmissionRow>;
+  readonly #refusals: RefusalCache;
 
-  constructor(deps: AdmissionQueueDeps, waitBudgetMs: number) {
+  constructor(deps: AdmissionQueueDeps, waitBudgetMs: number, refusalDelayMs = 0) {
     this.#deps = deps;
+    this.#refusals = new RefusalCache({ delayMs: refusalDelayMs });
     // One batch in flight: what arrives meanwhile goes in the next one. Measured (BENCHMARKS.md), a
     // second batch in flight makes both smaller and costs more per request than it saves in
     // waiting. A second one goes only when the first has stalled (waiting on a lock or a slow
     // disk), so one slow batch never holds every request of the process.
-    this.#batcher = new Batcher({ lanes: 2, stallMs: 20, maxBatch: 500, waitBudgetMs }, (batch) => this.#send(batch));
+    const onSplit = (error: unknown, size: number) =>
+      deps.log.warn({ err: describeError(error), size }, 'an admission batch failed as a whole; split to find the request at fault');
+    this.#batcher = new Batcher({ lanes: 2, stallMs: 20, maxBatch: 500, waitBudgetMs, onSplit }, (batch) => this.#send(batch));
   }
 
-  admit(request: AdmissionRequest): Promise<AdmissionRow> {
-    return this.#batcher.submit(request);
+  /** The admission of one request: a refusal the process remembers (refusal-cache.ts), or the database's answer. */
+  async admit(request: AdmissionRequest): Promise<AdmissionRow> {
+    const known = this.#refusals.lookup(request.tokenHash);
+    if (known) {
+      await this.#refusals.hold();
+      return known;
+    }
+    const row = await this.#batcher.submit(request);
+    this.#refusals.remember(request.tokenHash, row);
+    return row;
+  }
+
+  /**
+   * The rest of the price of a request already admitted and in flight (admission.ts, topUp): alone,
+   * outside the batches (it is rare), taking no slot.
+   */
+  async topUp(request: AdmissionRequest): Promise<AdmissionRow> {
+    const { breaker, pool, limits } = this.#deps;
+    const answer = await breaker.run(() => pool.oneFirst(sql.type(z.object({ admission: z.string() }))`
+      SELECT api_admit_one(${sql.binary(request.tokenHash)}, ${request.escopo}, ${request.permissao}, ${request.custo},
+                           ${request.custoMes ?? null}, ${request.classe}, NULL, ${limits.holder},
+                           '{}'::uuid[], '{}'::uuid[], p_sem_vaga => true) AS admission`));
+    return AdmissionRow.parse(JSON.parse(answer));
   }
 
   async #send(batch: AdmissionRequest[]): Promise<AdmissionRow[]> {
@@ -66,7 +78,9 @@ export class AdmissionQueue {
     try {
       return parseRows(await breaker.run(() => (work = this.#query(batch, releases))), batch.length);
     } catch (error) {
-      if (work) this.#afterFailure(work, batch, releases);
+      // A 503 may leave the statement running, to commit later; any other error is the statement's
+      // own, and nothing of it committed.
+      if (work && error instanceof ApiError && error.status === 503) this.#afterFailure(work, batch, releases);
       else limits.returnReleases(releases);
       throw error;
     }
@@ -80,8 +94,9 @@ export class AdmissionQueue {
       SELECT api_admit_batch(
         ${sql.array(column((r) => `\\x${r.tokenHash.toString('hex')}`), 'text')}::bytea[],
         ${sql.array(column((r) => r.escopo), 'text')}, ${sql.array(column((r) => r.permissao), 'text')},
-        ${sql.array(column((r) => r.custo), 'int4')}, ${sql.array(column((r) => r.classe), 'text')},
-        ${this.#deps.limits.holder}, ${sql.array(releases.contas, 'uuid')}, ${sql.array(releases.chaves, 'uuid')}
+        ${sql.array(column((r) => r.custo), 'int4')}, ${sql.array(column((r) => r.custoMes ?? null), 'int4')},
+        ${sql.array(column((r) => r.classe), 'text')},
+        ${sql.jsonb(column((r) => r.prova ?? null))}, ${this.#deps.limits.holder}, ${sql.array(releases.contas, 'uuid')}, ${sql.array(releases.chaves, 'uuid')}
       ) AS admissions`);
   }
 
@@ -109,15 +124,22 @@ export class AdmissionQueue {
   }
 }
 
-/** What an admitted request was charged: its cost (capped at the bucket), minute window and month. */
+/**
+ * What an admitted request was charged: its cost (capped at the bucket) in the burst and the minute
+ * of its class, and in the month; a repetition 1 in the burst and the reads' minute, 0 in the month.
+ */
 export function chargeOf(request: AdmissionRequest, row: AdmissionRow): Charge {
+  const repeticao = row.repeticao === true;
+  const units = repeticao ? 1 : Math.min(request.custo, row.rajada_q ?? request.custo);
   return {
     chaveId: row.chave_id ?? '',
     contaId: row.conta_id ?? '',
-    classe: request.classe,
+    classe: repeticao ? 'leitura' : request.classe,
     windowStart: row.window_start ?? '',
     mes: row.mes ?? '',
-    units: Math.min(request.custo, row.rajada_q ?? request.custo),
+    units,
+    month: repeticao ? 0 : (request.custoMes ?? units),
+    repeticao,
   };
 }
 

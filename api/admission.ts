@@ -4,9 +4,13 @@
 // headers need.
 import { hashToken, tokenDoCabecalho } from '../shared/domain/chaves.ts';
 import { ApiError, escopoInsuficiente, indisponivel, naoAutenticado } from '../shared/errors.ts';
-import { chargeOf, type AdmissionQueue, type AdmissionRequest, type AdmissionRow } from './admission-queue.ts';
+import { chargeOf, type AdmissionQueue, type AdmissionRequest } from './admission-queue.ts';
+import type { AdmissionRow } from './admission-row.ts';
 import { minuteClass, rateLimitHeaders, type Charge } from './limits.ts';
-import type { AnyRoute, Caller, Cost } from './routes/types.ts';
+import type { Caller } from './caller.ts';
+import type { Cost } from './cost.ts';
+import type { Prova } from './admission-row.ts';
+import type { AnyRoute } from './routes/types.ts';
 
 export type Admitted = { ok: true; caller: Caller; charge: Charge; headers: Record<string, string> };
 export type Refused = {
@@ -24,6 +28,7 @@ export async function admit(
   authorization: string | undefined,
   route: AnyRoute,
   cost: Cost,
+  prova: Prova | null = null,
 ): Promise<Admitted | Refused> {
   const token = tokenDoCabecalho(authorization);
   if (!token) return refused(naoAutenticado(), null, {});
@@ -32,9 +37,31 @@ export async function admit(
     escopo: route.scope,
     permissao: route.permission,
     custo: cost.units,
+    custoMes: cost.mes ?? null,
     classe: minuteClass(cost),
+    prova,
   };
-  const row = await queue.admit(request);
+  return decided(request, await queue.admit(request), route);
+}
+
+/**
+ * The rest of the price of a list GET admitted as a repetition whose page changed (§8.2: the
+ * repetition's burst token and read are already taken): the list's other units of the burst and
+ * the minute, and its month, under every ceiling; refused, it is a 429 like any request.
+ */
+export async function topUp(queue: AdmissionQueue, authorization: string | undefined, route: AnyRoute, cost: Cost): Promise<Admitted | Refused> {
+  const token = tokenDoCabecalho(authorization);
+  if (!token) return refused(naoAutenticado(), null, {});
+  const request: AdmissionRequest = {
+    tokenHash: hashToken(token), escopo: route.scope, permissao: route.permission,
+    custo: Math.max(0, cost.units - 1), custoMes: cost.mes ?? cost.units, classe: minuteClass(cost),
+  };
+  // What the request was charged in all: the list's whole price.
+  const whole: AdmissionRequest = { ...request, custo: cost.units, custoMes: cost.mes ?? null };
+  return decided(whole, await queue.topUp(request), route);
+}
+
+function decided(request: AdmissionRequest, row: AdmissionRow, route: AnyRoute): Admitted | Refused {
   if (row.outcome === 'nao_autenticado') return refused(naoAutenticado(), null, {});
   const caller = toCaller(row);
   const headers = row.rajada_q === null ? {} : rateLimitHeaders(limitState(row));

@@ -3,7 +3,14 @@
 // requests gather for the next batch, sent when one in flight answers or the newest has been in
 // flight for a while. A loaded process thereby amortizes round trips, statements and commits over
 // many requests.
-import { indisponivel } from '../shared/errors.ts';
+//
+// One request decides only its own answer: a batch whose statement fails as a whole (a bad value
+// of one request, a bug one account's state triggers) is sent again in halves, each half split
+// again while it fails, one half after the other, down to the request at fault: every other request
+// gets exactly the answer it would get alone, in about twice log2(size) round trips, and a failing
+// batch never floods the pool. Only unavailability (503: the database is down or slow) fails every
+// request of a batch.
+import { ApiError, indisponivel } from '../shared/errors.ts';
 
 export type BatchPolicy = {
   /** Batches in flight at once. */
@@ -14,6 +21,8 @@ export type BatchPolicy = {
   maxBatch: number;
   /** A request that waited this long to be sent gets 503 instead (the pool's wait budget). */
   waitBudgetMs: number;
+  /** Told when a batch failed as a whole and is split (it should never happen: worth a log line). */
+  onSplit?: (error: unknown, size: number) => void;
 };
 
 type Waiting<T, R> = { item: T; since: number; resolve(result: R): void; reject(error: unknown): void };
@@ -65,6 +74,24 @@ export class Batcher<T, R> {
     this.#schedule();
   }
 
+  /** Sends part of a failed batch (part of the same lane); a part that fails too is split again. */
+  async #attempt(part: Waiting<T, R>[]): Promise<void> {
+    try {
+      const results = await this.#run(part.map((w) => w.item));
+      part.forEach((w, i) => w.resolve(results[i] as R));
+    } catch (error) {
+      if (part.length > 1 && !isUnavailability(error)) await this.#split(part, error);
+      else part.forEach((w) => w.reject(error));
+    }
+  }
+
+  async #split(batch: Waiting<T, R>[], error: unknown): Promise<void> {
+    this.#policy.onSplit?.(error, batch.length);
+    const half = Math.ceil(batch.length / 2);
+    await this.#attempt(batch.slice(0, half));
+    await this.#attempt(batch.slice(half));
+  }
+
   /** The next batch; requests that waited past the wait budget get 503 instead. */
   #take(): Waiting<T, R>[] {
     const batch = this.#waiting.splice(0, this.#policy.maxBatch);
@@ -82,7 +109,7 @@ export class Batcher<T, R> {
     this.#run(batch.map((w) => w.item))
       .then(
         (results) => batch.forEach((w, i) => w.resolve(results[i] as R)),
-        (error: unknown) => batch.forEach((w) => w.reject(error)),
+        (error: unknown) => (batch.length > 1 && !isUnavailability(error) ? this.#split(batch, error) : batch.forEach((w) => w.reject(error))),
       )
       .finally(() => {
         this.#inFlight.delete(id);
@@ -91,4 +118,9 @@ export class Batcher<T, R> {
         this.#schedule();
       });
   }
+}
+
+/** A 503 (the database unreachable, or past its wait budget): no request of the batch is to blame. */
+function isUnavailability(error: unknown): boolean {
+  return error instanceof ApiError && error.status === 503;
 }

@@ -1,18 +1,44 @@
 // The API reference page (GET /docs), rendered by Redoc from GET /v1/openapi.json, with every
-// asset served by the service itself so it works offline; and the page the problem `type`s of
-// error responses point to (GET /docs/erros).
+// asset served by the service itself so it works offline; the page the problem `type`s of error
+// responses point to (GET /docs/erros); and the changelog (GET /docs/mudancas).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { Request, Response, Next } from 'restify';
 import type restify from 'restify';
+import { projectRoot } from '../shared/config.ts';
 import { TITULOS, type Codigo } from '../shared/errors.ts';
+import { CHANGELOG_PATH } from './openapi.ts';
 import { requestState } from './request-state.ts';
 
 const require = createRequire(import.meta.url);
 // Redoc's attribution link shows a logo from its CDN; served from here instead, so the page makes
 // no request outside the service (the browser test fails if a new version adds another).
 const REDOC_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
-const redocBundle = readFileSync(require.resolve('redoc/bundles/redoc.standalone.js'), 'utf8').replaceAll(REDOC_LOGO, '/docs/redoc-logo.svg');
+// Redoc's chrome that its labels option (REDOC_LABELS) does not reach, in the reader's language:
+// each text replaced where the bundle renders it (test/language.test.ts fails if a new version of
+// Redoc moves one).
+export const REDOC_TEXTS: readonly (readonly [string, string])[] = [
+  ['placeholder:"Search..."', 'placeholder:"Buscar..."'],
+  [',"License:"," ",', ',"Licença:"," ",'],
+  ['n.createElement(pg,null,"Content type")', 'n.createElement(pg,null,"Tipo de conteúdo")'],
+  ['ariaLabel:"Content type"', 'ariaLabel:"Tipo de conteúdo"'],
+  ['n.createElement(Ab,null,"Authorizations:")', 'n.createElement(Ab,null,"Autorizações:")'],
+  ['n.createElement(vp,null,e," Parameters")', 'n.createElement(vp,null,"Parâmetros (",e,")")'],
+  ['"Request Body schema: "', '"Esquema do corpo da requisição: "'],
+  ['"Response Schema: "', '"Esquema da resposta: "'],
+  ['" Response Headers "', '" Cabeçalhos da resposta "'],
+  ['n.createElement(Jg,null,"required")', 'n.createElement(Jg,null,"obrigatório")'],
+  ['n.createElement(qv,null,"required")', 'n.createElement(qv,null,"obrigatório")'],
+  ['" Expand all "', '" Expandir tudo "'],
+  ['" Collapse all "', '" Recolher tudo "'],
+  ['open:t},"Copy")', 'open:t},"Copiar")'],
+  ['"Copied"', '"Copiado"'],
+  ['"Not supported in your browser"', '"Seu navegador não permite copiar"'],
+  ['i?"Hide pattern":"Show pattern"', 'i?"Esconder o padrão":"Mostrar o padrão"'],
+];
+const redocBundle = REDOC_TEXTS.reduce((bundle, [from, to]) => bundle.replaceAll(from, to),
+  readFileSync(require.resolve('redoc/bundles/redoc.standalone.js'), 'utf8').replaceAll(REDOC_LOGO, '/docs/redoc-logo.svg'));
 const redocLogo = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16" width="16" height="16"><rect width="16" height="16" rx="3" fill="#32329f"/><path d="M4 4h5a3 3 0 0 1 0 6H7l3 2H7l-3-2V4z" fill="#fff"/></svg>';
 
 // Only this origin: a page that tried to load anything from elsewhere would be blocked (and the
@@ -45,12 +71,22 @@ ${body}
 
 const referencePage = page('API v1 — referência', '<div id="redoc"></div>\n<script src="/docs/redoc.standalone.js"></script>\n<script src="/docs/init.js"></script>');
 
+// Redoc's own labels, in the reader's language (the rest of its chrome is not configurable).
+const REDOC_LABELS = {
+  enum: 'Valores', enumSingleValue: 'Valor', enumArray: 'Itens', default: 'Padrão', deprecated: 'Obsoleto',
+  example: 'Exemplo', examples: 'Exemplos', recursive: 'Recursivo', arrayOf: 'Lista de ', webhook: 'Evento',
+  const: 'Valor', noResultsFound: 'Nada encontrado', download: 'Baixar', downloadSpecification: 'Baixar a especificação OpenAPI',
+  responses: 'Respostas', callbackResponses: 'Respostas do callback', requestSamples: 'Exemplos de requisição',
+  responseSamples: 'Exemplos de resposta',
+};
+
 const initScript = `Redoc.init('/v1/openapi.json', {
   expandResponses: '200,201',
   jsonSampleExpandLevel: 3,
   hideHostname: false,
   pathInMiddlePanel: true,
   sortTagsAlphabetically: false,
+  labels: ${JSON.stringify(REDOC_LABELS)},
 }, document.getElementById('redoc'));
 `;
 
@@ -65,19 +101,23 @@ const CONDICOES: Record<Codigo, string> = {
   idempotencia_em_andamento: 'Uma requisição com a mesma Idempotency-Key ainda está em andamento.',
   corpo_grande_demais: 'Corpo acima de 64 KB.',
   tipo_nao_suportado: 'Content-Type diferente de application/json.',
-  saldo_insuficiente: 'Uma regra de negócio recusou a operação; <code>motivo</code> diz qual (saldo_insuficiente, referencia_invalida, fora_do_multiplo, transicao_invalida…).',
+  saldo_insuficiente: 'Uma regra de negócio recusou a operação; <code>motivo</code> diz qual (saldo_insuficiente, referencia_invalida, fora_do_multiplo, sku_ambiguo, transicao_invalida…). Num lote de movimentos recusado (<code>motivo</code> lote_recusado), <code>recusas</code> traz a posição (<code>indice</code>), o <code>motivo</code> e a <code>mensagem</code> de cada item recusado, e nada foi gravado.',
   idempotencia_conflito: 'A Idempotency-Key já foi usada com outro corpo.',
   limite_excedido: 'Limite de uso excedido (rajada, minuto, mês ou simultâneas); espere <code>Retry-After</code> segundos.',
   erro_interno: 'Erro interno; o detalhe está no log do serviço sob o <code>requisicao_id</code>.',
   indisponivel: 'API desligada, sob pressão ou no limite global da plataforma; espere <code>Retry-After</code> segundos.',
 };
 
+// The changelog, where changes of the API and of the plans' ceilings are announced (contract §9.4),
+// served as the Markdown it is: it reads as plain text.
+const changelog = readFileSync(path.join(projectRoot, 'CHANGELOG.md'), 'utf8');
+
 const errorsPage = page(
   'API v1 — códigos de erro',
   `<main><h1>Códigos de erro</h1>
 <p>Erros usam <code>application/problem+json</code> com <code>type</code>, <code>title</code>, <code>status</code>,
 <code>detail</code>, <code>codigo</code> e <code>requisicao_id</code>. Programas devem ler <code>codigo</code>.
-<a href="/docs">Referência completa</a>.</p>
+<a href="/docs">Referência completa</a>; mudanças no <a href="${CHANGELOG_PATH}">histórico de mudanças</a>.</p>
 <dl>
 ${(Object.keys(TITULOS) as Codigo[]).map((c) => `<dt id="${c}"><code>${c}</code> — ${TITULOS[c]}</dt><dd>${CONDICOES[c]}</dd>`).join('\n')}
 </dl></main>`,
@@ -92,6 +132,7 @@ export function registerDocs(server: restify.Server): void {
     });
   serve('/docs', 'text/html; charset=utf-8', referencePage, { 'Content-Security-Policy': CSP });
   serve('/docs/erros', 'text/html; charset=utf-8', errorsPage, { 'Content-Security-Policy': CSP });
+  serve(CHANGELOG_PATH, 'text/plain; charset=utf-8', changelog, { 'X-Content-Type-Options': 'nosniff' });
   serve('/docs/init.js', 'text/javascript; charset=utf-8', initScript);
   serve('/docs/redoc.standalone.js', 'text/javascript; charset=utf-8', redocBundle);
   serve('/docs/redoc-logo.svg', 'image/svg+xml', redocLogo);

@@ -8,16 +8,41 @@ export const IF_NONE_MATCH_MAX = 100;
 
 /** Headers of a route that honours If-None-Match (over 100 characters is a 400). */
 export const conditionalHeaders = z.object({
-  'if-none-match': z.string().max(IF_NONE_MATCH_MAX).optional().describe('An ETag received earlier (at most 100 characters).'),
+  'if-none-match': z.string().max(IF_NONE_MATCH_MAX).optional().describe('Um ETag recebido antes (até 100 caracteres).'),
 });
 
 /**
  * A strong tag from the row's version and everything else that shapes the body (e.g. whether cost
- * fields are shown to this caller), so two different bodies never share a tag.
+ * fields are shown to this caller), so two different bodies never share a tag. It begins with the
+ * version, so admission can tell a 304 before it charges (repetition.ts): "<version>-<digest>".
  */
 export function etagFor(id: string, rowVersion: number, variant = ''): string {
   const digest = createHash('sha256').update(`${id}:${rowVersion}:${variant}`).digest('base64url').slice(0, 22);
-  return `"${digest}"`;
+  return `"${rowVersion}-${digest}"`;
+}
+
+/** The tag of a page of a list: its content's, so any change of what the page shows changes it. */
+export function etagForPage(body: unknown): string {
+  return `"L-${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 22)}"`;
+}
+
+const VERSIONED = /^"(\d{1,15})-[\w-]+"$/;
+
+/**
+ * The row versions of record `id` whose tags an If-None-Match names ([] for *), or null when it
+ * names none. A tag counts only whole, as this service made it for one of the representations
+ * (`variants`) of that record: a made-up digest names no version.
+ */
+export function versionsIn(header: string, id: string, variants: readonly string[]): number[] | null {
+  if (header.trim() === '*') return [];
+  const versions = header.split(',').flatMap((tag) => {
+    const opaqueTag = opaque(tag);
+    const match = VERSIONED.exec(opaqueTag);
+    if (!match) return [];
+    const version = Number(match[1]);
+    return variants.some((variant) => etagFor(id, version, variant) === opaqueTag) ? [version] : [];
+  });
+  return versions.length ? versions : null;
 }
 
 const opaque = (tag: string) => tag.trim().replace(/^W\//, '');

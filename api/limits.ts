@@ -1,7 +1,7 @@
 // The process side of the limits of contract §8: the counter a cost is charged to, the rate-limit
 // headers, and what a request that cost less than it was charged gets back.
 import { serializeList } from 'structured-headers';
-import type { Cost } from './routes/types.ts';
+import type { Cost } from './cost.ts';
 
 /** The per-minute counter a cost class is charged to (contract §8.2: expensive counts as reads). */
 export const minuteClass = (cost: Cost): 'leitura' | 'escrita' => (cost.classe === 'write' ? 'escrita' : 'leitura');
@@ -58,7 +58,12 @@ export type Charge = {
   classe: 'leitura' | 'escrita';
   windowStart: string;
   mes: string;
+  /** Units of the burst and of the minute counter of `classe`. */
   units: number;
+  /** Units of the month: 0 for a repetition. */
+  month: number;
+  /** Admission knew the request for a repetition and charged it as one (contract §8.2). */
+  repeticao: boolean;
 };
 
 /** How a request ended up costing less than it was charged. */
@@ -68,11 +73,14 @@ export type Settlement = { charge: Charge; burst: number; minute: number; month:
 
 export function settlementFor(charge: Charge, billing: Billing): Settlement | null {
   if (billing === 'not_modified' || billing === 'replay') {
-    // Contract §8.2: 1 in the burst, 0 in the month, counted as a read.
+    // Contract §8.2: 1 in the burst, 0 in the month, counted as a read. Admission charged just that
+    // when it knew the request for a repetition; when it did not (the record or the version came
+    // about in between), the difference goes back.
+    if (charge.repeticao) return null;
     const readCharge = charge.classe === 'leitura' ? 0 : 1;
     const minute = charge.classe === 'leitura' ? charge.units - 1 : charge.units;
-    return { charge, burst: charge.units - 1, minute, month: charge.units, readCharge };
+    return { charge, burst: charge.units - 1, minute, month: charge.month, readCharge };
   }
   const refund = charge.units - Math.min(charge.units, billing.units);
-  return refund > 0 ? { charge, burst: refund, minute: refund, month: refund, readCharge: 0 } : null;
+  return refund > 0 ? { charge, burst: refund, minute: refund, month: Math.min(refund, charge.month), readCharge: 0 } : null;
 }

@@ -5,11 +5,11 @@ import { hostname } from 'node:os';
 import type { PgBoss } from 'pg-boss';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfigOrExit, type Config } from '../shared/config.ts';
-import { createDatabasePool } from '../shared/db/pool.ts';
+import { assertDatabaseUtf8, createDatabasePool } from '../shared/db/pool.ts';
 import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import { QUEUES } from '../shared/jobs.ts';
-import { createBoss } from '../worker/boss.ts';
+import { createBoss } from '../shared/boss.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { AdmissionQueue } from './admission-queue.ts';
 import { LimitsBookkeeper } from './limits-bookkeeper.ts';
@@ -37,11 +37,15 @@ export async function startWeb(
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     applicationName: 'web',
   });
+  await assertDatabaseUtf8(pool).catch(async (error: unknown) => {
+    await pool.end();
+    throw error;
+  });
   const boss = await startJobSender(databaseUrl, log);
   const limits = new LimitsBookkeeper(pool, log, `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   const breaker = new CircuitBreaker({ failureThreshold: 3, openMs: config.DB_BREAKER_OPEN_MS, waitBudgetMs: config.DB_POOL_WAIT_MS });
-  const admissions = new AdmissionQueue({ pool, breaker, limits, log }, config.DB_POOL_WAIT_MS);
-  const writes = new WriteQueue({ pool, breaker }, config.DB_POOL_WAIT_MS);
+  const admissions = new AdmissionQueue({ pool, breaker, limits, log }, config.DB_POOL_WAIT_MS, config.REFUSAL_DELAY_MS);
+  const writes = new WriteQueue({ pool, breaker, log }, config.DB_POOL_WAIT_MS);
   const deps: Deps = { pool, config, log, breaker, limits, admissions, writes, jobs: scheduler(boss) };
   const requestLog = new RequestLog(pool, log, config.REQUEST_LOG_FLUSH_MS);
   const api = createApiServer(deps, requestLog, table);
@@ -93,7 +97,7 @@ function scheduler(boss: PgBoss): JobScheduler {
 }
 
 if (import.meta.main) {
-  const config = loadConfigOrExit();
+  const config = loadConfigOrExit(process.env, { role: 'web' });
   const log = createLogger(config.LOG_LEVEL, 'web');
   const web = await startWeb(config, requireDatabaseUrl(config.DATABASE_URL, 'web'), log);
   stopOnSignals(log, config.SHUTDOWN_GRACE_MS, () => web.stop());

@@ -10,22 +10,22 @@ const schemaOf = (schema: z.ZodType): JsonSchema => {
   return rest;
 };
 
-export const DELIVERY_DESCRIPTION = `Deliveries follow [Standard Webhooks](https://www.standardwebhooks.com/): a POST of the
-JSON envelope with the headers \`webhook-id\` (the event id, the same on every retry: deduplicate by it),
-\`webhook-timestamp\` (Unix seconds) and \`webhook-signature\` (\`v1,\` + base64 HMAC-SHA256 of
-\`<webhook-id>.<webhook-timestamp>.<body>\` with the endpoint's \`whsec_\` secret; during a secret rotation
-both signatures, space-separated, for 24 h). Any 2xx within 10 s is success; redirects are not followed.
-Failures are retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h, then the delivery fails; a 429 or
-503 with Retry-After is retried no sooner than asked; a 410 disables the endpoint at once, and an endpoint
-failing every delivery for 5 days is disabled and its creator e-mailed. The dados object may gain fields
-without notice: ignore what you do not know.`;
+export const DELIVERY_DESCRIPTION = `As entregas seguem o [Standard Webhooks](https://www.standardwebhooks.com/): um POST do
+envelope JSON com os cabeçalhos \`webhook-id\` (o id do evento, o mesmo em toda nova tentativa: use-o para descartar
+repetições), \`webhook-timestamp\` (segundos Unix) e \`webhook-signature\` (\`v1,\` + HMAC-SHA256 em base64 de
+\`<webhook-id>.<webhook-timestamp>.<corpo>\` com o segredo \`whsec_\` do endpoint; durante uma troca de segredo, as
+duas assinaturas, separadas por espaço, por 24 h). Qualquer 2xx em até 10 s é sucesso; redirecionamentos não são
+seguidos. Uma falha é tentada de novo depois de 5 s, 5 min, 30 min, 2 h, 5 h, 10 h e 10 h; depois disso a entrega
+falha. Um 429 ou 503 com Retry-After só é tentado de novo depois do tempo pedido; um 410 desativa o endpoint na hora, e
+um endpoint em que todas as entregas falham por 5 dias é desativado, e quem o criou recebe um e-mail. O objeto dados
+pode ganhar campos sem aviso: ignore os que você não conhece.`;
 
 const headers = [
-  { name: 'webhook-id', description: 'The event id (envelope id); the same on every retry.', schema: { type: 'string', format: 'uuid' } },
-  { name: 'webhook-timestamp', description: 'When this attempt was signed, in Unix seconds.', schema: { type: 'string', pattern: '^\\d+$' } },
+  { name: 'webhook-id', description: 'O id do evento (o id do envelope); o mesmo em toda nova tentativa.', schema: { type: 'string', format: 'uuid' } },
+  { name: 'webhook-timestamp', description: 'Quando esta tentativa foi assinada, em segundos Unix.', schema: { type: 'string', pattern: '^\\d+$' } },
   {
     name: 'webhook-signature',
-    description: 'Space-separated signatures, each `v1,<base64 HMAC-SHA256>`; two during a secret rotation.',
+    description: 'Assinaturas separadas por espaço, cada uma `v1,<HMAC-SHA256 em base64>`; duas durante uma troca de segredo.',
     schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$' },
   },
 ].map((h) => ({ ...h, in: 'header', required: true }));
@@ -35,7 +35,7 @@ function envelope(tipo: TipoEvento): JsonSchema {
     type: 'object',
     required: ['id', 'tipo', 'versao', 'criado_em', 'conta_id', 'dados', 'url'],
     properties: {
-      id: { type: 'string', format: 'uuid', description: 'Event id.' },
+      id: { type: 'string', format: 'uuid', description: 'Id do evento.' },
       tipo: { const: tipo.tipo },
       versao: { const: 'v1' },
       criado_em: { type: 'string', format: 'date-time' },
@@ -43,7 +43,7 @@ function envelope(tipo: TipoEvento): JsonSchema {
       dados: schemaOf(tipo.dados),
       url: tipo.tipo === 'webhook.teste'
         ? { type: 'null' }
-        : { type: 'string', format: 'uri', description: 'Address of the resource to read.' },
+        : { type: 'string', format: 'uri', description: 'Endereço do recurso a consultar.' },
     },
   };
 }
@@ -57,13 +57,15 @@ export function webhooksSection(): Record<string, JsonSchema> {
           operationId: `evento_${tipo.tipo.replace('.', '_')}`,
           tags: ['Eventos'],
           summary: tipo.descricao,
-          description: `${tipo.agrupado ? 'Grouped: at most one per key every 60 s, with the latest data. ' : ''}` +
-            `Sent only to endpoints whose creator holds ${tipo.permissao ? `\`${tipo.permissao}\`` : 'no particular permission'}.`,
+          description: `${tipo.agrupado ? 'Agrupado: no máximo um por chave a cada 60 s, com os dados mais recentes. ' : ''}` +
+            (tipo.permissao
+              ? `Enviado só aos endpoints cujo criador tem a permissão \`${tipo.permissao}\`.`
+              : 'Enviado a qualquer endpoint, sem exigir permissão de quem o criou.'),
           parameters: headers,
           requestBody: { required: true, content: { 'application/json': { schema: envelope(tipo) } } },
           responses: {
-            '200': { description: 'Received (any 2xx within 10 s is success).' },
-            '410': { description: 'The endpoint is gone: it is disabled at once.' },
+            '200': { description: 'Recebido (qualquer 2xx em até 10 s é sucesso).' },
+            '410': { description: 'O endpoint não existe mais: ele é desativado na hora.' },
           },
         },
       },

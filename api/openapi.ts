@@ -7,6 +7,9 @@ import type { AnyRoute } from './routes/types.ts';
 
 type JsonSchema = Record<string, unknown>;
 
+/** Where the service serves its changelog (CHANGELOG.md; api/docs.ts), linked from the reference. */
+export const CHANGELOG_PATH = '/docs/mudancas';
+
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
   return rest;
@@ -28,11 +31,13 @@ const ERRO_POR_STATUS: Record<number, Codigo[]> = {
 };
 
 const TAGS: Record<string, string> = {
-  Sistema: 'Health, the calling account and key with its limits, and the catalog of event types.',
-  Catálogo: 'Sales channels, products with variations and prices per channel, materials and colors.',
-  Estoque: 'Finished-part and supply balances, and stock movements of finished parts.',
-  Cotações: 'Quotations: read, create as drafts, change status.',
-  Produção: 'Production orders: read and create.',
+  Sistema: 'Saúde do serviço, a conta e a chave que fazem a chamada, com seus limites, e o catálogo de tipos de evento.',
+  Catálogo: 'Canais de venda, produtos com variações e preços por canal, materiais e cores.',
+  Estoque: 'Saldos de peças prontas e de insumos, e movimentos de estoque de peças prontas.',
+  Cotações: 'Cotações: consultar, criar como rascunho e mudar o status.',
+  Produção: 'Pedidos de produção: consultar e criar.',
+  // The event log's routes and the webhooks section share the tag: the delivery rules describe both.
+  Eventos: `O registro de eventos da conta (os mesmos envelopes das entregas), as tentativas de entrega de cada um e o reenvio.\n\n${DELIVERY_DESCRIPTION}`,
 };
 
 /** Statuses a route can refuse with, derived from what it declares. */
@@ -63,20 +68,20 @@ function parameters(schema: z.ZodType | undefined, location: 'path' | 'query' | 
 const headerName = (lower: string) => lower.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
 
 const HEADERS = {
-  'X-Request-Id': { description: 'The requisicao_id of this request (also in every error body and the service log).', schema: { type: 'string', format: 'uuid' } },
+  'X-Request-Id': { description: 'O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço).', schema: { type: 'string', format: 'uuid' } },
   'RateLimit-Policy': {
-    description: 'The limits of the key (RFC 9651 list): "rajada";q=<n>;w=<s>, "minuto";q=<n>;w=60, "mes";q=<n>;w=2592000.',
+    description: 'Os limites da chave (lista RFC 9651): `"rajada";q=<n>;w=<s>`, `"minuto";q=<n>;w=60`, `"mes";q=<n>;w=2592000`.',
     schema: { type: 'string' },
     example: '"rajada";q=10;w=5, "minuto";q=60;w=60, "mes";q=150000;w=2592000',
   },
   RateLimit: {
-    description: 'The limit closest to exhaustion: "<nome>";r=<remaining>;t=<seconds until it is whole again>.',
+    description: 'O limite mais perto de se esgotar: `"<nome>";r=<restante>;t=<segundos até ele se recompor por inteiro>`.',
     schema: { type: 'string' },
     example: '"rajada";r=9;t=1',
   },
-  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
-  ETag: { description: 'Strong entity tag of this representation; send it back in If-None-Match.', schema: { type: 'string' } },
-  'Idempotent-Replayed': { description: 'true when this answer repeats an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+  'Retry-After': { description: 'Segundos a esperar antes de tentar de novo.', schema: { type: 'integer', minimum: 0 } },
+  ETag: { description: 'ETag forte desta representação; envie-o de volta em If-None-Match.', schema: { type: 'string' } },
+  'Idempotent-Replayed': { description: 'true quando esta resposta repete uma requisição anterior com a mesma Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
 };
 
 const ref = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
@@ -134,11 +139,25 @@ function operation(route: AnyRoute): JsonSchema {
       ? {
           requestBody: {
             required: true,
-            description: 'JSON (Content-Type: application/json; anything else is 415), at most 64 KB, received within 5 s.',
+            description: 'JSON (Content-Type: application/json; qualquer outro é 415), de até 64 KB, recebido em até 5 s.',
             content: { 'application/json': { schema: jsonSchema(route.body, 'input'), ...(route.bodyExample === undefined ? {} : { example: route.bodyExample }) } },
           },
         }
       : {}),
+    responses,
+  };
+}
+
+/** HEAD of a GET route: the same parameters, statuses, headers and price, and no body. */
+function headOperation(route: AnyRoute): JsonSchema {
+  const get = operation(route);
+  const responses = Object.fromEntries(Object.entries(get.responses as Record<string, JsonSchema>).map(([status, { content: _c, ...response }]) =>
+    [status, { ...response, headers: { ...(response.headers as JsonSchema), 'Content-Length': { description: 'O tamanho do corpo que o GET enviaria.', schema: { type: 'integer', minimum: 0 } } } }]));
+  return {
+    ...get,
+    operationId: `${route.operationId}Head`,
+    summary: `${route.summary} (só os cabeçalhos)`,
+    description: `O status e os cabeçalhos do GET (ETag, RateLimit, Content-Length), sem o corpo, pelo preço do GET.${route.description ? ` ${route.description}` : ''}`,
     responses,
   };
 }
@@ -151,7 +170,9 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const route of routes) {
     paths[route.path] ??= {};
-    (paths[route.path] as Record<string, JsonSchema>)[route.method.toLowerCase()] = operation(route);
+    const item = paths[route.path] as Record<string, JsonSchema>;
+    item[route.method.toLowerCase()] = operation(route);
+    if (route.method === 'GET') item.head = headOperation(route);
   }
   const referenced = new Set([...JSON.stringify(paths).matchAll(/#\/components\/headers\/([A-Za-z-]+)/g)].map((m) => m[1]));
   return {
@@ -161,13 +182,15 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
       version: 'v1',
       license: { name: 'Proprietária: uso pelas contas da plataforma' },
       description:
-        'HTTP API for a 3D-printing pricing and production tool: catalog and prices per sales channel, materials and stock, stock movements, quotations and production orders, and webhooks.',
+        'API HTTP de uma ferramenta de preços e produção para impressão 3D: catálogo e preços por canal de venda, materiais e estoque, movimentos de estoque, cotações, pedidos de produção e webhooks.\n\n' +
+        `Toda mudança da API, e dos tetos de uso de cada plano antes de valerem, é anunciada no [histórico de mudanças](${CHANGELOG_PATH}). ` +
+        'Os códigos de erro estão em [/docs/erros](/docs/erros).',
     },
     servers: options.template
-      ? [{ url: '{base_url}', description: 'The service address, ending in /v1.', variables: { base_url: { default: baseUrl } } }]
+      ? [{ url: '{base_url}', description: 'O endereço do serviço, terminado em /v1.', variables: { base_url: { default: baseUrl } } }]
       : [{ url: baseUrl }],
     security: [{ chaveApi: [] }],
-    tags: [...[...new Set(routes.map((r) => r.tag))].map((name) => ({ name, description: TAGS[name] ?? name })), { name: 'Eventos', description: DELIVERY_DESCRIPTION }],
+    tags: [...new Set([...routes.map((r) => r.tag), 'Eventos'])].map((name) => ({ name, description: TAGS[name] ?? name })),
     paths,
     webhooks: webhooksSection(),
     components: {
@@ -176,7 +199,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'chv_<prefixo>_<segredo>',
-          description: `API key in Authorization: Bearer <chave>. Scopes: ${ESCOPOS.map((e) => `${e} (${DESCRICAO_ESCOPO[e]})`).join('; ')}`,
+          description: `Chave de API no cabeçalho \`Authorization: Bearer <chave>\`. Escopos: ${ESCOPOS.map((e) => `${e} (${DESCRICAO_ESCOPO[e]})`).join('; ')}`,
         },
       },
       headers: Object.fromEntries(Object.entries(HEADERS).filter(([name]) => referenced.has(name))),
@@ -199,7 +222,16 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
                 properties: { campo: { type: 'string' }, mensagem: { type: 'string' } },
               },
             },
-            motivo: { type: 'string' },
+            motivo: { type: 'string', description: 'Em 422: por que uma regra de negócio recusou (saldo_insuficiente, referencia_invalida, sku_ambiguo, lote_recusado…).' },
+            recusas: {
+              type: 'array',
+              description: 'Em 422 com motivo lote_recusado: cada item recusado do lote, pela sua posição (indice, a partir de 0) em movimentos.',
+              items: {
+                type: 'object',
+                required: ['indice', 'motivo', 'mensagem'],
+                properties: { indice: { type: 'integer', minimum: 0 }, motivo: { type: 'string' }, mensagem: { type: 'string' } },
+              },
+            },
           },
         },
       },

@@ -5,8 +5,12 @@ import { ApiError, fromDatabaseError } from '../shared/errors.ts';
 import { admit } from './admission.ts';
 import { isUnavailable } from './breaker.ts';
 import { BODY_DEADLINE_MS, MAX_BODY_BYTES, readJsonBody } from './body.ts';
-import { beginWrite, begunFrom, bodyHash, recordOutcome, recordRefusal, replayedRefusal, type KeyedRequest } from './idempotency.ts';
+import { beginWrite, begunFrom, bodyHash, recordOutcome, recordRefusal, replayedRefusal, type Begun, type KeyedRequest } from './idempotency.ts';
+import type { Db, Tx } from '../shared/db/pool.ts';
+import type { Caller } from './caller.ts';
 import { settlementFor, type Billing, type Charge } from './limits.ts';
+import { conditionalPage, isConditionalList } from './conditional-list.ts';
+import { provaOf, resourceOf } from './repetition.ts';
 import { requestState, type RequestState } from './request-state.ts';
 import { writeProblem, writeReply } from './respond.ts';
 import type { AnyRoute, Deps, Reply, RouteContext } from './routes/types.ts';
@@ -24,8 +28,12 @@ export function routeHandler(route: AnyRoute, deps: Deps) {
 
 async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, state: RequestState): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://localhost');
-  const cost = route.cost(url.searchParams);
-  const admission = await admit(deps.admissions, req.headers.authorization, route, cost);
+  // A route priced by what its body carries reads the body first; what went wrong reading it is
+  // answered after admission, like on any route.
+  const early = route.costOfBody ? await settledBody(req, state) : undefined;
+  const cost = route.costOfBody && early && 'body' in early ? route.costOfBody(early.body) : route.cost(url.searchParams);
+  const prova = provaOf(route, (req.params ?? {}) as Record<string, string>, req.headers);
+  const admission = await admit(deps.admissions, req.headers.authorization, route, cost, prova);
   state.caller = admission.caller;
   Object.assign(state.headers, admission.headers);
   if (!admission.ok) {
@@ -38,10 +46,10 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
     throw admission.error;
   }
   state.slotKey = admission.caller.chaveId;
-  state.cost = admission.charge.units;
+  state.cost = admission.charge.month;
   state.charge = admission.charge;
 
-  const { parsed, keyed } = await inputOf(route, req, url, state);
+  const { parsed, keyed } = await inputOf(route, req, url, state, early);
   const ctx: RouteContext<unknown, unknown, unknown, unknown> = {
     requestId: state.requestId,
     params: parsed.params,
@@ -52,21 +60,32 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
     deps,
     db: deps.pool,
   };
-  const reply = route.once ? await runOnce(route.once, ctx, keyed, state)
+  const answered = route.once ? await runOnce(route.once, ctx, keyed, state)
     : route.method === 'GET' ? await handlerOf(route)(ctx)
     : await runWrite(route, ctx, keyed, state);
+  const reply = isConditionalList(route) ? await conditionalPage(deps, req, route, cost, state, answered) : answered;
   if (deps.config.VALIDATE_RESPONSES) checkReply(route, reply);
-  if (reply.billing) settle(deps, state, admission.charge, reply.billing);
+  if (reply.billing) settle(deps, state, state.charge ?? admission.charge, reply.billing);
   writeReply(res, reply, state.headers);
 }
 
 type Input = { parsed: Parsed; keyed: KeyedRequest | null };
+/** A body read ahead of admission: what arrived, or why it could not be read. */
+type EarlyBody = { body: unknown } | { error: unknown };
+
+const bodyOf = (req: Request, state: RequestState) =>
+  readJsonBody(req, { maxBytes: MAX_BODY_BYTES, deadlineAt: state.startedAt + BODY_DEADLINE_MS });
+
+function settledBody(req: Request, state: RequestState): Promise<EarlyBody> {
+  return bodyOf(req, state).then((body) => ({ body }), (error: unknown) => ({ error }));
+}
 
 /** The request's body read and every part of it validated; its Idempotency-Key with the body's hash. */
-async function inputOf(route: AnyRoute, req: Request, url: URL, state: RequestState): Promise<Input> {
-  const body = route.body
-    ? await readJsonBody(req, { maxBytes: MAX_BODY_BYTES, deadlineAt: state.startedAt + BODY_DEADLINE_MS })
-    : undefined;
+async function inputOf(route: AnyRoute, req: Request, url: URL, state: RequestState, early?: EarlyBody): Promise<Input> {
+  let body: unknown;
+  if (early && 'error' in early) throw early.error;
+  else if (early) body = early.body;
+  else if (route.body) body = await bodyOf(req, state);
   const parsed = validateInput(route, {
     params: (req.params ?? {}) as Record<string, string>,
     query: url.searchParams,
@@ -74,13 +93,18 @@ async function inputOf(route: AnyRoute, req: Request, url: URL, state: RequestSt
     body,
   });
   const key = route.idempotency ? (parsed.headers as Record<string, string | undefined>)['idempotency-key'] : undefined;
-  return { parsed, keyed: key ? { key, route: route.operationId, hash: bodyHash(body) } : null };
+  return { parsed, keyed: key ? { key, route: resourceOf(route, parsed.params), hash: bodyHash(body) } : null };
 }
 
 /**
  * A POST runs in one transaction that starts by telling the database's triggers who makes the
  * change and, with an Idempotency-Key, by claiming the key; the change and the key's record commit
- * together. A business refusal is recorded afterwards, on its own.
+ * together. The change runs under a savepoint, so that a business refusal (a 4xx, raised here or by
+ * the database) is rolled back alone and recorded with the key in the same transaction.
+ *
+ * A refusal is an answer, not a fault: it leaves the transaction's callback as a value, because
+ * slonik destroys the connection of a callback that throws (measured: a backend started for every
+ * 422, about 10 ms of PostgreSQL's CPU each). Only an unexpected error (a 5xx) throws.
  */
 async function runWrite(
   route: AnyRoute,
@@ -88,23 +112,51 @@ async function runWrite(
   keyed: KeyedRequest | null,
   state: RequestState,
 ): Promise<Reply> {
+  const ended = await ctx.deps.pool.transaction(async (tx): Promise<Ended> => {
+    const begun = await claimKey(tx, ctx.caller, keyed);
+    if ('refusal' in begun) return begun;
+    if (begun.kind === 'replay') {
+      // A repetition costs like a read (contract §8.2), whatever the first answer was.
+      state.billing = 'replay';
+      if (begun.status >= 400) return { refusal: replayedRefusal(begun) };
+      const body = route.replay && begun.resourceId ? await route.replay({ ...ctx, db: tx }, begun.resourceId) : undefined;
+      return { reply: { status: begun.status, body, headers: { 'Idempotent-Replayed': 'true' }, billing: 'replay' } };
+    }
+    const outcome = await change(route, { ...ctx, db: tx });
+    if (keyed && 'reply' in outcome) {
+      await recordOutcome(tx, ctx.caller, keyed, { status: outcome.reply.status, resourceId: outcome.reply.resourceId ?? null });
+    } else if (keyed && 'refusal' in outcome) {
+      await recordRefusal(tx, ctx.caller, keyed, outcome.refusal);
+    }
+    return outcome;
+  });
+  if ('refusal' in ended) throw ended.refusal;
+  return ended.reply;
+}
+
+type Ended = { reply: Reply } | { refusal: ApiError };
+
+/**
+ * The key's claim; its own 409 (running elsewhere) or 422 (another body) are raised by the claim's
+ * answer, not by a statement, so the transaction stays whole. Anything else is a fault.
+ */
+async function claimKey(tx: Db, caller: Caller, keyed: KeyedRequest | null): Promise<Begun | { refusal: ApiError }> {
   try {
-    return await ctx.deps.pool.transaction(async (tx) => {
-      const begun = await beginWrite(tx, ctx.caller, keyed);
-      if (begun.kind === 'replay') {
-        // A repetition costs like a read (contract §8.2), whatever the first answer was.
-        state.billing = 'replay';
-        if (begun.status >= 400) throw replayedRefusal(begun);
-        const body = route.replay && begun.resourceId ? await route.replay({ ...ctx, db: tx }, begun.resourceId) : undefined;
-        return { status: begun.status, body, headers: { 'Idempotent-Replayed': 'true' }, billing: 'replay' };
-      }
-      const reply = await handlerOf(route)({ ...ctx, db: tx });
-      if (keyed) await recordOutcome(tx, ctx.caller, keyed, { status: reply.status, resourceId: reply.resourceId ?? null });
-      return reply;
-    });
+    return await beginWrite(tx, caller, keyed);
   } catch (error) {
-    if (keyed && state.billing !== 'replay') await recordRefusal(ctx.deps.pool, ctx.caller, keyed, error);
+    if (error instanceof ApiError && error.status < 500) return { refusal: error };
     throw error;
+  }
+}
+
+/** The route's change under a savepoint: a business refusal rolls back to it and is answered as a value. */
+async function change(route: AnyRoute, ctx: RouteContext<unknown, unknown, unknown, unknown> & { db: Tx }): Promise<Ended> {
+  try {
+    return { reply: await ctx.db.transaction((savepoint) => handlerOf(route)({ ...ctx, db: savepoint })) };
+  } catch (error) {
+    const refusal = fromDatabaseError(error);
+    if (!refusal || refusal.status >= 500) throw error;
+    return { refusal };
   }
 }
 
@@ -137,7 +189,7 @@ function handlerOf(route: AnyRoute): NonNullable<AnyRoute['handler']> {
 function settle(deps: Deps, state: RequestState, charge: Charge, billing: Billing): void {
   const settlement = settlementFor(charge, billing);
   if (!settlement) return;
-  state.cost = charge.units - settlement.month;
+  state.cost = charge.month - settlement.month;
   deps.limits.settle(settlement);
 }
 
@@ -145,11 +197,11 @@ function settle(deps: Deps, state: RequestState, charge: Charge, billing: Billin
 export function sendError(deps: Deps, res: Response, state: RequestState, error: unknown): void {
   let apiError = fromDatabaseError(error);
   if (!apiError && isUnavailable(error)) {
-    deps.log.warn({ err: error, requisicao_id: state.requestId }, 'database unavailable');
+    deps.log.warn({ err: error, requisicao_id: state.requestId, route: state.route }, 'database unavailable');
     apiError = new ApiError(503, 'indisponivel', 'O banco de dados está indisponível; tente de novo em instantes.', { retryAfter: 2 });
   }
   if (!apiError) {
-    deps.log.error({ err: error, requisicao_id: state.requestId }, 'unhandled error');
+    deps.log.error({ err: error, requisicao_id: state.requestId, route: state.route }, 'unhandled error');
     apiError = new ApiError(500, 'erro_interno', `Erro interno. Informe o requisicao_id ${state.requestId} ao suporte.`);
   }
   state.codigo = apiError.codigo;

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Billing, Charge } from './limits.ts';
-import type { Caller } from './routes/types.ts';
+import type { Caller } from './caller.ts';
 
 export type RequestState = {
   requestId: string;

@@ -1,6 +1,6 @@
 // Writing responses: JSON bodies and RFC 9457 problem details, with the request id on each.
 import type { Response } from 'restify';
-import { ApiError, TITULOS } from '../shared/errors.ts';
+import { ApiError, TITULOS, type ItemRecusado } from '../shared/errors.ts';
 import type { Reply } from './routes/types.ts';
 
 export type ProblemBody = {
@@ -12,6 +12,7 @@ export type ProblemBody = {
   requisicao_id: string;
   erros?: { campo: string; mensagem: string }[];
   motivo?: string;
+  recusas?: ItemRecusado[];
 };
 
 /** A stable identifier of the error code: its entry on the service's error page. */
@@ -30,6 +31,7 @@ export function problemBody(error: ApiError, requestId: string, baseUrl: string)
   };
   if (error.status === 400) body.erros = error.erros ?? [];
   if (error.motivo) body.motivo = error.motivo;
+  if (error.recusas) body.recusas = error.recusas;
   return body;
 }
 

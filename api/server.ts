@@ -3,6 +3,7 @@
 import restify, { type Request, type Response } from 'restify';
 import { clock } from '../shared/clock.ts';
 import { ApiError, indisponivel, metodoNaoPermitido, naoEncontrado } from '../shared/errors.ts';
+import { answerClientErrors } from './client-error.ts';
 import { registerDocs } from './docs.ts';
 import { buildOpenApi } from './openapi.ts';
 import { routeHandler, sendError } from './pipeline.ts';
@@ -47,8 +48,14 @@ export function createApiServer(deps: Deps, requestLog: RequestLog, table: reado
       throw new Error(`${route.operationId}: a route has a handler, or (a POST) a one-statement write`);
     }
     const options = { path: restifyPath(route.path), name: route.operationId };
-    if (route.method === 'GET') server.get(options, routeHandler(route, deps));
-    else server.post(options, routeHandler(route, deps));
+    if (route.method === 'GET') {
+      server.get(options, routeHandler(route, deps));
+      // HEAD wherever GET is served (RFC 9110 §9.3.2): the same pipeline, price and headers;
+      // Node sends no body for a HEAD.
+      server.head({ ...options, name: `${route.operationId}Head` }, routeHandler(route, deps));
+    } else {
+      server.post(options, routeHandler(route, deps));
+    }
   }
 
   const openapi = JSON.stringify(buildOpenApi(table, deps.config.baseUrl));
@@ -59,6 +66,7 @@ export function createApiServer(deps: Deps, requestLog: RequestLog, table: reado
   });
 
   registerDocs(server);
+  answerClientErrors(server.server, deps.log, deps.config.baseUrl);
 
   // Unknown routes, wrong methods and anything restify itself refuses.
   server.on('restifyError', (req: Request, res: Response, err: Error & { statusCode?: number }, callback: () => void) => {

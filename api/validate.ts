@@ -3,7 +3,8 @@
 import { z } from 'zod';
 import { dadosInvalidos, type CampoInvalido } from '../shared/errors.ts';
 
-z.config(z.locales.pt());
+// Brazilian Portuguese, like every text a client reads (pt is Portugal's: "ficheiro", "demasiado").
+z.config(z.locales.ptBR());
 
 type Location = 'caminho' | 'query' | 'cabecalho' | 'corpo';
 
@@ -50,9 +51,39 @@ export type RawInput = {
 
 export type Schemas = { params?: z.ZodType; query?: z.ZodType; headers?: z.ZodType; body?: z.ZodType };
 
+/**
+ * Text the database cannot hold: a NUL character (PostgreSQL's text has none) or half of a UTF-16
+ * surrogate pair (no UTF-8 encodes it). Checked before any schema, in every part of the request.
+ */
+function badText(value: string): string | null {
+  if (value.includes('\u0000')) return 'contém o caractere nulo (U+0000)';
+  if (!value.isWellFormed()) return 'contém um substituto UTF-16 sem par (não é texto Unicode válido)';
+  return null;
+}
+
+function textErrors(value: unknown, path: PropertyKey[], location: Location, erros: CampoInvalido[], depth = 0): void {
+  if (typeof value === 'string') {
+    const problem = badText(value);
+    if (problem) erros.push({ campo: fieldName(path, location), mensagem: problem });
+  } else if (Array.isArray(value)) {
+    if (depth < 64) value.forEach((v, i) => textErrors(v, [...path, i], location, erros, depth + 1));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, v] of Object.entries(value)) {
+      // JSON.parse makes "__proto__" an own field; schemas would drop it without a word.
+      const problem = key === '__proto__' ? 'é reservado (__proto__)' : badText(key);
+      if (problem) erros.push({ campo: fieldName(path, location), mensagem: `um nome de campo ${problem}` });
+      else if (depth < 64) textErrors(v, [...path, key], location, erros, depth + 1);
+    }
+  }
+}
+
 /** Parses every part; throws one 400 listing every invalid field. */
 export function validateInput(schemas: Schemas, raw: RawInput): Parsed {
   const erros: CampoInvalido[] = [];
+  textErrors(raw.params, [], 'caminho', erros);
+  for (const [key, v] of raw.query) textErrors({ [key]: v }, [], 'query', erros);
+  textErrors(raw.body, [], 'corpo', erros);
+  if (erros.length > 0) throw dadosInvalidos('A requisição tem texto que não pode ser guardado; veja erros.', erros);
   const parse = (schema: z.ZodType | undefined, value: unknown, location: Location) => {
     if (!schema) return undefined;
     const result = schema.safeParse(value);

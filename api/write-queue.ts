@@ -6,6 +6,8 @@
 import type { FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { sql, type Pool } from '../shared/db/pool.ts';
+import { describeError } from '../shared/errors.ts';
+import type { Logger } from '../shared/log.ts';
 import { Batcher } from './batcher.ts';
 import type { CircuitBreaker } from './breaker.ts';
 
@@ -38,10 +40,12 @@ export class WriteQueue {
   readonly #breaker: CircuitBreaker;
   readonly #waitBudgetMs: number;
   readonly #batchers = new Map<BatchedWrite, Batcher<unknown, unknown>>();
+  readonly #log: Logger | undefined;
 
-  constructor(deps: { pool: Pool; breaker: CircuitBreaker }, waitBudgetMs: number) {
+  constructor(deps: { pool: Pool; breaker: CircuitBreaker; log?: Logger }, waitBudgetMs: number) {
     this.#pool = deps.pool;
     this.#breaker = deps.breaker;
+    this.#log = deps.log;
     this.#waitBudgetMs = waitBudgetMs;
   }
 
@@ -49,7 +53,9 @@ export class WriteQueue {
   write(kind: BatchedWrite, args: unknown): Promise<unknown> {
     let batcher = this.#batchers.get(kind);
     if (!batcher) {
-      batcher = new Batcher({ lanes: LANES, stallMs: 0, maxBatch: MAX_BATCH, waitBudgetMs: this.#waitBudgetMs }, (batch) => this.#send(kind, batch));
+      const onSplit = (error: unknown, size: number) =>
+        this.#log?.warn({ err: describeError(error), batch: kind.name, size }, 'a write batch failed as a whole; split to find the request at fault');
+      batcher = new Batcher({ lanes: LANES, stallMs: 0, maxBatch: MAX_BATCH, waitBudgetMs: this.#waitBudgetMs, onSplit }, (batch) => this.#send(kind, batch));
       this.#batchers.set(kind, batcher);
     }
     return batcher.submit(args);

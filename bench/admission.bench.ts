@@ -74,8 +74,8 @@ ${table}
 - Added latency of admission at p50, one request at a time (full pipeline ${quietFull.toFixed(3)} ms minus a
   bare route without database ${quietHello.toFixed(3)} ms): **${added.toFixed(2)} ms** (target < 1 ms),
   measured before the loads. Alone a request is a batch of one, which PostgreSQL admits with
-  api_admit_one (small statements on scalars, sql/0053); its commit waits for no WAL flush, since
-  the month counter is charged ahead in durable blocks (sql/0052). For scale, the bare route's
+  api_admit_one (small statements on scalars, sql/code/admission_one.sql); its commit waits for no WAL flush, since
+  the month counter is charged ahead in durable blocks (sql/migrations/0007_limites.sql). For scale, the bare route's
   UPDATE + SELECT adds ${(quietBare - quietHello).toFixed(2)} ms one at a time (${quietBare.toFixed(3)} ms).`);
 } finally {
   await api.stop();

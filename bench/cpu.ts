@@ -30,7 +30,9 @@ export function sampleCpu(servers: Map<number, string>): Sample {
       if (!label) continue;
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      sample.set(pid, { label, ticks: Number(fields[11]) + Number(fields[12]) });
+      // Its own time and that of its children already reaped: a database connection closed during
+      // the run leaves its time with the postmaster.
+      sample.set(pid, { label, ticks: Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]) });
     } catch {
       // The process ended between the listing and the read.
     }
@@ -40,12 +42,16 @@ export function sampleCpu(servers: Map<number, string>): Sample {
 
 /** µs of CPU per request by label between two samples. */
 export function cpuPerRequest(before: Sample, after: Sample, requests: number): Record<string, number> {
-  const totals: Record<string, number> = {};
-  for (const [pid, { label, ticks }] of after) {
-    const spent = ticks - (before.get(pid)?.ticks ?? 0);
-    if (spent > 0) totals[label] = (totals[label] ?? 0) + spent;
-  }
-  return Object.fromEntries(
-    Object.entries(totals).map(([label, ticks]) => [label, Math.round((ticks / TICKS_PER_SECOND) * 1e6 / Math.max(1, requests))]),
-  );
+  // Totals by label, not differences by process: a process that ended between the samples has its
+  // time in its parent's count of reaped children, and must not be counted twice.
+  const totals = (sample: Sample) => {
+    const byLabel: Record<string, number> = {};
+    for (const { label, ticks } of sample.values()) byLabel[label] = (byLabel[label] ?? 0) + ticks;
+    return byLabel;
+  };
+  const start = totals(before);
+  return Object.fromEntries(Object.entries(totals(after))
+    .map(([label, ticks]) => [label, ticks - (start[label] ?? 0)] as const)
+    .filter(([, ticks]) => ticks > 0)
+    .map(([label, ticks]) => [label, Math.round((ticks / TICKS_PER_SECOND) * 1e6 / Math.max(1, requests))]));
 }

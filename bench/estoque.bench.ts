@@ -18,6 +18,7 @@ const VARIATIONS_PER_ACCOUNT = 20;
 const CATALOG_ACCOUNTS = 10;
 const CATALOG_PRODUCTS = 100;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
 
 const db = await benchDatabase('estoque');
 const pool = await createDatabasePool(db.url, { size: 4, statementTimeoutMs: 120_000, applicationName: 'bench' });
@@ -103,7 +104,7 @@ async function breakdown(): Promise<Record<string, number>> {
     const body = { tipo: 'entrada' as const, variacao_id: alvo.variacoes[i % VARIATIONS_PER_ACCOUNT] ?? '', quantidade: 1, motivo: 'outro' as const };
     await time('admission of one request (api_admit_batch → api_admit_one)', () => pool.query(sql.unsafe`
       SELECT * FROM api_admit(${sql.binary(hashToken(alvo.token))}, 'estoque:escrever', 'estoque_produtos.movimentar', 2, 'escrita', 'bench', ${sql.array([], 'uuid')})`));
-    const pedido = { ...body, contaId: alvo.contaId, chaveId: alvo.chaveId, chave: { key: randomUUID(), route: 'postEstoqueMovimento', hash: bodyHash(body) } };
+    const pedido = { ...body, contaId: alvo.contaId, chaveId: alvo.chaveId, chave: { key: randomUUID(), route: 'POST /estoque/movimentos', hash: bodyHash(body) } };
     await time('movement with its key (api_estoque_movimentar_lote of one)', () =>
       pool.query(sql.unsafe`SELECT (${movimentosEmLote([pedido])})::text`));
   }
@@ -122,17 +123,29 @@ async function breakdown(): Promise<Record<string, number>> {
 try {
   await sanity();
   const results: [string, LoadResult][] = [];
-  const run = async (name: string, options: Parameters<typeof load>[0]) => {
+  const measure = async (name: string, options: Parameters<typeof load>[0]) => {
     const r = await load(options);
     process.stdout.write(`${name}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors); CPU µs/request: ${cpuCell(r)}\n`);
+    return r;
+  };
+  const run = async (name: string, options: Parameters<typeof load>[0]) => {
+    const r = await measure(name, options);
     results.push([name, r]);
     return r;
   };
   const movimentosAntes = Number(await pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM estoque_movimentos`));
-  const bareTx = await run('bare restify, BEGIN; UPDATE; INSERT; COMMIT, 50 connections',
-    { url: `${bare.url}/bare-tx`, method: 'POST', connections: 50, seconds: SECONDS });
-  const mov = await run('POST /v1/estoque/movimentos, distinct keys, 50 connections',
-    { url: `${api.url}/v1/estoque/movimentos`, method: 'POST', connections: 50, seconds: SECONDS, setupRequest: movimento });
+  // The ratio moves by ±10% from one run to the next on a shared 2-core machine: the baseline and
+  // the API run alternately PAIRS times and the pair with the median ratio is the one reported.
+  const BARE = 'bare restify, BEGIN; UPDATE; INSERT; COMMIT, 50 connections';
+  const MOV = 'POST /v1/estoque/movimentos, distinct keys, 50 connections';
+  const pairs: { bareTx: LoadResult; mov: LoadResult; ratio: number }[] = [];
+  for (let i = 0; i < PAIRS; i++) {
+    const bareTx = await measure(BARE, { url: `${bare.url}/bare-tx`, method: 'POST', connections: 50, seconds: SECONDS });
+    const mov = await measure(MOV, { url: `${api.url}/v1/estoque/movimentos`, method: 'POST', connections: 50, seconds: SECONDS, setupRequest: movimento });
+    pairs.push({ bareTx, mov, ratio: mov.rps / bareTx.rps });
+  }
+  const { bareTx, mov, ratio } = [...pairs].sort((a, b) => a.ratio - b.ratio)[Math.floor(PAIRS / 2)]!;
+  results.push([BARE, bareTx], [MOV, mov]);
   // A page is ~290 KB of JSON: at 50 connections the requests queue past the pool's 2 s wait budget
   // on this machine and the circuit breaker answers 503 by design; measured at the pool's size.
   const produtos = await run('GET /v1/produtos?limite=100 (100 products × 3 variations, 2 parts, 3 channels × 3 tiers), 10 connections',
@@ -143,7 +156,6 @@ try {
   const criados = Number(await pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM estoque_movimentos`)) - movimentosAntes;
   const negativos = Number(await pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM estoque_saldos WHERE saldo < 0`));
 
-  const ratio = mov.rps / bareTx.rps;
   const table = results.map(([name, r]) => `| ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} | ${cpuCell(r)} |`).join('\n');
   await writeSection('estoque', `## Stock movements and the catalog (issue 4)
 
@@ -151,7 +163,8 @@ ${ACCOUNTS} accounts with one key each and ${VARIATIONS_PER_ACCOUNT} variations 
 accounts and variations (alternating exits and entries of 1, a new Idempotency-Key each); plans raised
 so nothing is refused; autocannon in this process, the API (DB_POOL_SIZE 10) and the baseline
 (pg.Pool of 10) each in their own process, PostgreSQL ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded (default settings, fsync on)'};
-${SECONDS} s per run after 2 s of warm-up. The catalog page is one query (json_agg in lateral subqueries),
+${SECONDS} s per run after 2 s of warm-up; the baseline and the movements run alternately ${PAIRS} times, and
+the pair with the median ratio is in the table. The catalog page is one query (json_agg in lateral subqueries),
 read from ${CATALOG_ACCOUNTS} accounts of ${CATALOG_PRODUCTS} products each.
 
 | run | req/s | p50 ms | p99 ms | non-2xx/errors | CPU µs per request |
@@ -159,9 +172,9 @@ read from ${CATALOG_ACCOUNTS} accounts of ${CATALOG_PRODUCTS} products each.
 ${table}
 
 - Movements per second: **${mov.rps}** (p50 ${mov.p50} ms, p99 ${mov.p99} ms); ${criados} movements
-  created over both autocannon passes, no balance below zero (${negativos}).
+  created over all autocannon passes, no balance below zero (${negativos}).
 - Throughput ratio, POST /estoque/movimentos / bare transaction with one UPDATE and one INSERT:
-  **${ratio.toFixed(2)}** (target ≥ 0.5).
+  **${ratio.toFixed(2)}** (target ≥ 0.5); the ${PAIRS} pairs in order: ${pairs.map((p) => `${p.mov.rps}/${p.bareTx.rps} = ${p.ratio.toFixed(2)}`).join(', ')}.
 - How: admission goes in batches (every request waiting at a moment in one round trip and one
   commit), then the movements of the admitted requests go in batches of their own, up to three side
   by side (api/write-queue.ts), each batch one statement, api_estoque_movimentar_lote, that for each

@@ -1,7 +1,7 @@
 // Shared pieces of the benchmarks: a database to run on, servers in their own processes (the load
 // generator must not share their event loop), autocannon runs, the machine they ran on, and
 // writing a section of BENCHMARKS.md between markers so each benchmark replaces only its own.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,8 +9,8 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { projectRoot } from '../shared/config.ts';
 import { startEmbeddedPostgres, freePort, type EmbeddedPostgres } from '../shared/db/embedded.ts';
-import { migrate } from '../shared/db/migrate.ts';
-import { createBoss } from '../worker/boss.ts';
+import { installBossSchema } from '../shared/boss.ts';
+import { release } from '../shared/db/release.ts';
 import { cpuPerRequest, sampleCpu } from './cpu.ts';
 
 const FILE = path.join(projectRoot, 'BENCHMARKS.md');
@@ -53,25 +53,41 @@ export async function benchDatabase(name: string): Promise<BenchDatabase> {
     await admin.end();
     url = embedded.url.replace(/\/postgres$/, `/bench_${name}`);
   }
-  await migrate(url);
-  const boss = createBoss(url, { max: 2, supervise: false });
-  boss.on('error', () => undefined);
-  await boss.start();
-  await boss.stop({ graceful: false });
+  await release(url);
+  await installBossSchema(url);
   return { url, stop: async () => embedded?.stop() };
 }
 
 /** Servers spawned by this benchmark, named for the CPU report. */
 const servers = new Map<number, string>();
 
-/** A Node process serving HTTP (started with node <script>), ready once `probe` answers. */
-export async function spawnServer(script: string, env: Record<string, string>, probe: string): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+/** The node flags the Procfile gives a role (e.g. its heap sizes), so a benchmark runs it as production does. */
+export async function procfileNodeArgs(role: string): Promise<string[]> {
+  const line = (await readFile(path.join(projectRoot, 'Procfile'), 'utf8')).split('\n').find((l) => l.startsWith(`${role}:`)) ?? '';
+  return line.split(/\s+/).filter((word) => word.startsWith('--'));
+}
+
+/**
+ * Keeps this process, and what it starts from now on (an embedded PostgreSQL, load generators), on
+ * the given CPUs (taskset's list form, e.g. "1"), so a server started on the others has its CPU to
+ * itself, as a web process on its own machine would. False where taskset is missing.
+ */
+export function pinThisProcess(cpus: string): boolean {
+  return spawnSync('taskset', ['-pc', cpus, String(process.pid)], { stdio: 'ignore' }).status === 0;
+}
+
+/** A Node process serving HTTP (started with node <script>), ready once `probe` answers; on `cpus` when given (taskset). */
+export async function spawnServer(
+  script: string, env: Record<string, string>, probe: string, flags: string[] = [], cpus?: string,
+): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
   const port = await freePort();
   // BENCH_NODE_ARGS (e.g. --cpu-prof) lets a profiler ride along without changing the benchmark.
-  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, script], {
+  const nodeArgs = [...flags, ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+  // taskset execs node: the child's pid is the server's.
+  const [command, args] = cpus ? ['taskset', ['-c', cpus, process.execPath, ...nodeArgs, script]] : [process.execPath, [...nodeArgs, script]];
+  const child = spawn(command, args, {
     cwd: projectRoot,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}/v1`, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -126,6 +142,13 @@ export async function load(options: {
   };
 }
 
-/** "server 90 µs, PostgreSQL 125 µs, …" for a table cell. */
+/** Starts counting CPU by process (the servers, PostgreSQL, the load generator); the returned function gives seconds of each. */
+export function countCpu(): () => Record<string, number> {
+  const before = sampleCpu(servers);
+  return () => Object.fromEntries(Object.entries(cpuPerRequest(before, sampleCpu(servers), 1)).map(([label, us]) => [label, us / 1e6]));
+}
+
+/** "server 90, PostgreSQL 125, …" (µs) for a table cell; a process idle during the run (the other
+ * server of the same bench, whose time rounds to 0 µs a request) is left out. */
 export const cpuCell = (r: LoadResult) =>
-  Object.entries(r.cpu).sort((a, b) => b[1] - a[1]).map(([label, us]) => `${label.replace(/ \(.*\)$/, '')} ${us}`).join(', ');
+  Object.entries(r.cpu).filter(([, us]) => us > 0).sort((a, b) => b[1] - a[1]).map(([label, us]) => `${label.replace(/ \(.*\)$/, '')} ${us}`).join(', ');

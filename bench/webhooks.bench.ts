@@ -14,7 +14,7 @@ import { freePort } from '../shared/db/embedded.ts';
 import { createDatabasePool, sql } from '../shared/db/pool.ts';
 import { criarEndpoint } from '../shared/db/webhooks.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
-import { BOSS_SCHEMA } from '../worker/boss.ts';
+import { BOSS_SCHEMA } from '../shared/boss.ts';
 import { benchDatabase, percentile, writeSection } from './lib.ts';
 
 const ACCOUNTS = 20;
@@ -64,7 +64,7 @@ for (let i = 0; i < ACCOUNTS; i++) {
 function spawnWorker(): ChildProcess {
   return spawn(process.execPath, ['worker/main.ts'], {
     cwd: projectRoot,
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn' },
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, PUBLIC_BASE_URL: 'http://127.0.0.1:3000/v1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
 }

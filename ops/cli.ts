@@ -2,7 +2,7 @@
 // screen does, for operators and tests. Needs DATABASE_URL.
 import { z } from 'zod';
 import { loadConfigOrExit } from '../shared/config.ts';
-import { migrate } from '../shared/db/migrate.ts';
+import { release } from '../shared/db/release.ts';
 import { createDatabasePool } from '../shared/db/pool.ts';
 import { requireDatabaseUrl } from '../shared/lifecycle.ts';
 import { defineCommand, parseOptions, usage, UsageError, type Command } from './command.ts';
@@ -11,10 +11,10 @@ import { issueDemoKey, loadDemo } from './demo.ts';
 
 const builtIn: Command[] = [
   defineCommand({
-    name: 'db migrate',
-    summary: 'Apply pending migrations.',
+    name: 'db release',
+    summary: 'Apply pending migrations and rebuild the database code when it changed (npm run release also installs pg-boss).',
     options: z.object({}),
-    run: async (_o, { databaseUrl, out }) => out(await migrate(databaseUrl)),
+    run: async (_o, { databaseUrl, out }) => out(await release(databaseUrl)),
   }),
   defineCommand({
     name: 'demo load',

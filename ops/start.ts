@@ -3,7 +3,8 @@
 // and a banner with the base URL, a fresh demo key and a curl line. Ctrl-C stops everything.
 import { loadConfigOrExit } from '../shared/config.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedPostgres } from '../shared/db/embedded.ts';
-import { migrate } from '../shared/db/migrate.ts';
+import { installBossSchema } from '../shared/boss.ts';
+import { release } from '../shared/db/release.ts';
 import { createDatabasePool } from '../shared/db/pool.ts';
 import { stopOnSignals } from '../shared/lifecycle.ts';
 import { createLogger } from '../shared/log.ts';
@@ -26,8 +27,9 @@ if (!databaseUrl) {
   databaseUrl = embedded.url;
 }
 
-const { applied } = await migrate(databaseUrl);
-if (applied.length) log.info({ applied }, 'migrations applied');
+const released = await release(databaseUrl);
+await installBossSchema(databaseUrl);
+if (released.applied.length || released.code === 'rebuilt') log.info(released, 'database released');
 const pool = await createDatabasePool(databaseUrl, { size: 2, statementTimeoutMs: 60_000, applicationName: 'start' });
 const loaded = await loadDemo(pool);
 const token = await issueDemoKey(pool);

@@ -32,6 +32,9 @@ const schema = z.object({
   DB_BREAKER_OPEN_MS: int(10, 600_000).default(2_000),
   DB_STATEMENT_TIMEOUT_MS: int(100, 600_000).default(15_000),
   MAX_IN_FLIGHT: int(1, 100_000).default(1_000),
+  // How long a refusal answered from memory (a bad or suspended key, api/refusal-cache.ts) is held
+  // before it is sent: a client that ignores Retry-After and asks again at once slows to this pace.
+  REFUSAL_DELAY_MS: int(0, 10_000).default(1_000),
   SHUTDOWN_GRACE_MS: int(0, 120_000).default(25_000),
   REQUEST_LOG_FLUSH_MS: int(10, 60_000).default(1_000),
   // Check every response body against its route's schema (tests turn it on; a mismatch is a 500).
@@ -54,9 +57,14 @@ export type Config = Env & {
   baseUrl: string;
 };
 
+/** The processes of the Procfile that serve the public address (event urls, problem types). */
+export type Role = 'web' | 'worker';
+
+type Issue = { path: PropertyKey[]; message: string };
+
 export class ConfigError extends Error {
   readonly variables: string[];
-  constructor(issues: z.core.$ZodIssue[]) {
+  constructor(issues: readonly Issue[]) {
     const lines = issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     super(`invalid configuration:\n${lines.join('\n')}`);
     this.name = 'ConfigError';
@@ -64,22 +72,35 @@ export class ConfigError extends Error {
   }
 }
 
-/** Parses the environment; empty strings count as unset. Throws ConfigError naming each bad variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * Parses the environment; empty strings count as unset. Throws ConfigError naming each bad variable.
+ * A role (web, worker) must be told its public address: without PUBLIC_BASE_URL the event urls and
+ * problem types it builds would point at localhost. Everything else (npm start, which runs both
+ * roles on this machine, the CLI, the tests) defaults to http://localhost:$PORT/v1.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { role?: Role } = {}): Config {
   const present = Object.fromEntries(
     Object.entries(env).filter(([key, value]) => key in schema.shape && value !== ''),
   );
   const parsed = schema.safeParse(present);
-  if (!parsed.success) throw new ConfigError(parsed.error.issues);
+  const issues: Issue[] = parsed.success ? [] : [...parsed.error.issues];
+  if (options.role && present.PUBLIC_BASE_URL === undefined) issues.push(baseUrlMissing(options.role));
+  if (!parsed.success || issues.length > 0) throw new ConfigError(issues);
   const config = parsed.data;
   const baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}/v1`;
   return { ...config, baseUrl };
 }
 
+const baseUrlMissing = (role: Role): Issue => ({
+  path: ['PUBLIC_BASE_URL'],
+  message: `not set: the ${role} role needs the public address of the API, ending in /v1, to build event urls ` +
+    'and problem types (e.g. PUBLIC_BASE_URL=https://api.example.com/v1). npm start sets a local one itself.',
+});
+
 /** For entry points: load the configuration or print why not and exit with status 78 (EX_CONFIG). */
-export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env, options: { role?: Role } = {}): Config {
   try {
-    return loadConfig(env);
+    return loadConfig(env, options);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

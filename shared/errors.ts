@@ -5,7 +5,7 @@ import {
   ConnectionError,
   ForeignKeyIntegrityConstraintViolationError,
   IntegrityConstraintViolationError,
-  UniqueIntegrityConstraintViolationError,
+  InvalidInputError,
 } from 'slonik';
 
 export type Codigo =
@@ -32,9 +32,17 @@ export type Motivo =
   | 'abaixo_do_minimo'
   | 'transicao_invalida'
   | 'preco_indisponivel'
-  | 'cotacao_nao_aprovada';
+  | 'cotacao_nao_aprovada'
+  | 'valor_acima_do_maximo'
+  | 'valor_nao_aceito'
+  | 'sem_destino'
+  | 'sku_ambiguo'
+  | 'lote_recusado';
 
 export type CampoInvalido = { campo: string; mensagem: string };
+
+/** An item a batch refused (422 with motivo lote_recusado): its index in the request, why, and the text. */
+export type ItemRecusado = { indice: number; motivo: Motivo; mensagem: string };
 
 export const TITULOS: Record<Codigo, string> = {
   dados_invalidos: 'Dados inválidos',
@@ -58,6 +66,8 @@ export class ApiError extends Error {
   readonly codigo: Codigo;
   readonly erros?: CampoInvalido[];
   readonly motivo?: Motivo;
+  /** Every refused item of a batch (422 lote_recusado). */
+  readonly recusas?: ItemRecusado[];
   /** Seconds, for 429 and 503. */
   readonly retryAfter?: number;
   readonly headers: Record<string, string>;
@@ -66,7 +76,7 @@ export class ApiError extends Error {
     status: number,
     codigo: Codigo,
     detail: string,
-    extra: { erros?: CampoInvalido[]; motivo?: Motivo; retryAfter?: number; headers?: Record<string, string> } = {},
+    extra: { erros?: CampoInvalido[]; motivo?: Motivo; recusas?: ItemRecusado[]; retryAfter?: number; headers?: Record<string, string> } = {},
   ) {
     super(detail);
     this.name = 'ApiError';
@@ -74,6 +84,7 @@ export class ApiError extends Error {
     this.codigo = codigo;
     this.erros = extra.erros;
     this.motivo = extra.motivo;
+    this.recusas = extra.recusas;
     this.retryAfter = extra.retryAfter;
     this.headers = extra.headers ?? {};
   }
@@ -98,26 +109,76 @@ export const regraRecusou = (motivo: Motivo, detail: string) =>
 export const indisponivel = (detail: string, retryAfter: number) =>
   new ApiError(503, 'indisponivel', detail, { retryAfter });
 
-/** Maps what PostgreSQL refused to the API's typed errors; returns null for anything else. */
+/** The SQLSTATE of a database error, wherever in the chain of causes the driver put it. */
+export function sqlstateOf(error: unknown): string | null {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    // slonik turns 22P02 into InvalidInputError and keeps only the message.
+    if (e instanceof InvalidInputError) return '22P02';
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return null;
+}
+
+/**
+ * Maps what PostgreSQL refused to the API's typed errors; returns null for anything else. Known
+ * constraints get their own refusal; any other data exception (class 22) is a 400 and any other
+ * integrity violation (class 23) a 422: data a request brought is never answered with a 500, even
+ * when validation let it through.
+ */
 export function fromDatabaseError(error: unknown): ApiError | null {
   if (error instanceof ApiError) return error;
   if (error instanceof ConnectionError) return indisponivel('O banco de dados está inacessível.', 5);
-  if (!(error instanceof IntegrityConstraintViolationError)) return null;
-  const constraint = error.constraint ?? '';
-  if (error instanceof CheckIntegrityConstraintViolationError) {
-    if (constraint === 'transicao_invalida') return regraRecusou('transicao_invalida', transitionText(error));
-    if (/saldo_check$/.test(constraint)) return regraRecusou('saldo_insuficiente', 'O saldo não pode ficar negativo.');
-    return null;
+  if (error instanceof IntegrityConstraintViolationError) {
+    const constraint = error.constraint ?? '';
+    if (error instanceof CheckIntegrityConstraintViolationError) {
+      if (constraint === 'transicao_invalida') return regraRecusou('transicao_invalida', transitionText(error));
+      if (/saldo_check$/.test(constraint)) return regraRecusou('saldo_insuficiente', 'O saldo não pode ficar negativo.');
+      if (/valor_total_centavos_check$/.test(constraint)) return totalAcimaDoMaximo();
+    }
+    if (error instanceof ForeignKeyIntegrityConstraintViolationError) {
+      return regraRecusou('referencia_invalida', 'Um registro referenciado não existe nesta conta.');
+    }
   }
-  if (error instanceof ForeignKeyIntegrityConstraintViolationError) {
-    return regraRecusou('referencia_invalida', 'Um registro referenciado não existe nesta conta.');
+  const sqlstate = sqlstateOf(error);
+  if (sqlstate?.startsWith('22')) {
+    return dadosInvalidos('Um valor da requisição está fora do que o serviço aceita.');
   }
-  if (error instanceof UniqueIntegrityConstraintViolationError) return null;
+  if (sqlstate?.startsWith('23')) return regraRecusou('valor_nao_aceito', 'Os dados não atendem a uma regra dos registros desta conta.');
   return null;
 }
+
+export const VALOR_MAXIMO_CENTAVOS = 100_000_000_000;
+export const totalAcimaDoMaximo = () =>
+  regraRecusou('valor_acima_do_maximo', `O valor total passa do máximo de ${VALOR_MAXIMO_CENTAVOS} centavos.`);
 
 function transitionText(error: IntegrityConstraintViolationError): string {
   const cause = error.cause as { message?: string } | undefined;
   const match = /cannot go from (\w+) to (\w+)/.exec(cause?.message ?? error.message);
   return match ? `A transição de ${match[1]} para ${match[2]} não é permitida.` : 'Transição não permitida.';
+}
+
+/**
+ * What the log keeps of an unexpected error (DESIGN §12: its detail is in the log under the
+ * requisicao_id): its class, SQLSTATE, constraint, table, column and the database functions it
+ * went through, and the stack. Never a statement, its parameter values or a request body: a
+ * database message has every quoted value blanked, and the driver's own fields are not copied.
+ */
+export function describeError(error: unknown): Record<string, unknown> {
+  const sqlstate = sqlstateOf(error);
+  const chain: Error[] = [];
+  for (let e: unknown = error; e instanceof Error && chain.length < 5; e = e.cause) chain.push(e);
+  const field = (name: string) => chain.map((e) => (e as unknown as Record<string, unknown>)[name]).find((v) => typeof v === 'string') as string | undefined;
+  const where = field('where') ?? '';
+  const functions = [...new Set([...where.matchAll(/PL\/pgSQL function ([\w.]+)\(/g)].map((m) => m[1]))];
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    type: error instanceof Error ? error.constructor.name : typeof error,
+    message: (sqlstate ? message.replace(/"[^"]*"/g, '"…"') : message).slice(0, 300),
+    ...(sqlstate ? { sqlstate } : {}),
+    ...(sqlstate ? { cause: chain.map((e) => e.message.replace(/"[^"]*"/g, '"…"').slice(0, 200)).slice(1) } : {}),
+    ...Object.fromEntries(['constraint', 'table', 'column', 'routine'].flatMap((k) => (field(k) ? [[k, field(k)]] : []))),
+    ...(functions.length ? { functions } : {}),
+    stack: error instanceof Error ? (error.stack ?? '').split('\n').slice(1, 8).map((l) => l.trim()) : [],
+  };
 }

@@ -1,6 +1,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { clock } from '../shared/clock.ts';
 import { sql } from '../shared/db/pool.ts';
+import { hashToken } from '../shared/domain/chaves.ts';
 import { definirPermissoes } from '../shared/db/contas.ts';
 import { revogarChave } from '../shared/db/chaves.ts';
 import { PERMISSOES } from '../shared/domain/acesso.ts';
@@ -8,6 +10,8 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { addKey, createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
 import { probeRoutes } from './helpers/probe-routes.ts';
+import { MAX_HELD, RefusalCache } from '../api/refusal-cache.ts';
+import type { AdmissionRow } from '../api/admission-row.ts';
 
 const test = suite('authentication and authorization');
 let app: TestApp;
@@ -108,8 +112,96 @@ test('refuses with 403 when the key is suspended, until the suspension ends', as
   assert.is(res.status, 403);
   assert.is(res.body.codigo, 'escopo_insuficiente');
   await exec(sql.unsafe`UPDATE chaves_api SET suspensa_ate = now() - interval '1 second' WHERE id = ${key.chaveId}`);
-  res = await get('/saude', `Bearer ${key.token}`);
+  // The web process answers a suspended key from memory for up to 5 s (api/refusal-cache.ts).
+  clock.advance(5_000);
+  try {
+    res = await get('/saude', `Bearer ${key.token}`);
+  } finally {
+    clock.reset();
+  }
   assert.is(res.status, 200);
+});
+
+test('a suspended key is answered from memory for up to 5 s, so hammering it costs the database nothing', async () => {
+  const key = await addKey(app.db.pool, account);
+  await exec(sql.unsafe`UPDATE chaves_api SET suspensa_ate = now() + interval '15 minutes' WHERE id = ${key.chaveId}`);
+  assert.is((await get('/saude', `Bearer ${key.token}`)).body.codigo, 'escopo_insuficiente');
+  // Revoked now, the database would answer 401: the 403 that follows came from memory.
+  await exec(sql.unsafe`UPDATE chaves_api SET revogada_em = now() WHERE id = ${key.chaveId}`);
+  assert.is((await get('/saude', `Bearer ${key.token}`)).status, 403);
+  clock.advance(5_000);
+  try {
+    assert.is((await get('/saude', `Bearer ${key.token}`)).status, 401);
+  } finally {
+    clock.reset();
+  }
+});
+
+test('the refusals kept in memory are bounded: the least recently used goes first; admissions are never kept', () => {
+  const cache = new RefusalCache({ max: 2 });
+  const unknown = { outcome: 'nao_autenticado' } as AdmissionRow;
+  const [a, b, c] = ['a', 'b', 'c'].map((t) => hashToken(t)) as [Buffer, Buffer, Buffer];
+  cache.remember(a, unknown);
+  cache.remember(b, unknown);
+  assert.ok(cache.lookup(a));
+  cache.remember(c, unknown);
+  assert.equal([!!cache.lookup(a), !!cache.lookup(b), !!cache.lookup(c), cache.size], [true, false, true, 2]);
+  cache.remember(b, { outcome: 'ok' } as AdmissionRow);
+  cache.remember(b, { outcome: 'limite_excedido', reason: 'rajada' } as AdmissionRow);
+  assert.is(cache.lookup(b), null);
+});
+
+test('a refusal answered from memory is held REFUSAL_DELAY_MS first, at most MAX_HELD at once', async () => {
+  const cache = new RefusalCache({ delayMs: 200 });
+  const started = performance.now();
+  const held = Array.from({ length: MAX_HELD }, () => cache.hold());
+  const beyond = performance.now();
+  await cache.hold(); // the MAX_HELD + 1st is not held
+  assert.ok(performance.now() - beyond < 100, 'beyond MAX_HELD, answered at once');
+  await Promise.all(held);
+  assert.ok(performance.now() - started >= 195, 'held for the delay');
+  await new RefusalCache().hold(); // no delay configured: nothing to wait for
+});
+
+test('a 401 waits for no lock: unknown, revoked and expired keys are decided before the account is locked', async () => {
+  const revoked = await addKey(app.db.pool, account);
+  await exec(sql.unsafe`UPDATE chaves_api SET revogada_em = now() WHERE id = ${revoked.chaveId}`);
+  const expired = await addKey(app.db.pool, account);
+  await exec(sql.unsafe`UPDATE chaves_api SET criada_em = now() - interval '2 days', expira_em = now() - interval '1 second' WHERE id = ${expired.chaveId}`);
+  // The account's admission lock held elsewhere, as a long batch of its requests would hold it.
+  let release: () => void = () => undefined;
+  let locked: () => void = () => undefined;
+  const isLocked = new Promise<void>((resolve) => (locked = resolve));
+  const holder = app.db.pool.transaction(async (tx) => {
+    await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(conta_lock_key(${account.contaId}))`);
+    locked();
+    await new Promise<void>((resolve) => (release = resolve));
+  });
+  await isLocked;
+  try {
+    for (const token of [revoked.token, expired.token, `chv_naoexist_${'y'.repeat(43)}`]) {
+      const res = await get('/saude', `Bearer ${token}`);
+      assert.is(res.status, 401, `${res.status} ${res.text}`);
+    }
+  } finally {
+    release();
+    await holder;
+  }
+});
+
+test('a token that is no key is answered 401 from memory for a minute', async () => {
+  const token = `chv_abcdefgh_${'x'.repeat(43)}`;
+  assert.is((await get('/saude', `Bearer ${token}`)).status, 401);
+  // The impossible made possible, to see who answers: a key with that very token appears.
+  const key = await addKey(app.db.pool, account);
+  await exec(sql.unsafe`UPDATE chaves_api SET token_hash = ${sql.binary(hashToken(token))} WHERE id = ${key.chaveId}`);
+  assert.is((await get('/saude', `Bearer ${token}`)).status, 401);
+  clock.advance(60_000);
+  try {
+    assert.is((await get('/saude', `Bearer ${token}`)).status, 200);
+  } finally {
+    clock.reset();
+  }
 });
 
 test('a key loses what its creator loses, at once', async () => {

@@ -6,7 +6,7 @@ import { alterarCanal } from '../shared/db/catalogo.ts';
 import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarCanalDeTeste, criarProdutoCompleto, semLimites, type ProdutoFixture } from './helpers/catalogo.ts';
-import { eventos, levarA, novaCotacao } from './helpers/cotacoes.ts';
+import { eventos, levarA, novaCotacao, SEM_REFERENCIAS } from './helpers/cotacoes.ts';
 import { addKey, createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
 import { cobrado, lerUso, planoMedidor, settled } from './helpers/uso.ts';
@@ -20,8 +20,9 @@ let produto: ProdutoFixture;
 let produtoDaOutra: ProdutoFixture;
 
 const get = (path: string, token = conta.token, headers: Record<string, string> = {}) => request(`${app.baseUrl}${path}`, { token, headers });
+// Every creating POST requires an Idempotency-Key: a new one per call unless a test gives its own.
 const post = (path: string, body: unknown, token = conta.token, headers: Record<string, string> = {}) =>
-  request(`${app.baseUrl}${path}`, { token, body, headers });
+  request(`${app.baseUrl}${path}`, { token, body, headers: { 'idempotency-key': crypto.randomUUID(), ...headers } });
 
 test.before(async () => {
   app = await startTestApp();
@@ -38,7 +39,7 @@ test.before(async () => {
 test.after(async () => app.stop());
 
 const CAMPOS = ['id', 'codigo', 'status', 'versao', 'cliente_nome', 'canal_id', 'validade', 'observacao', 'itens',
-  'valor_total_centavos', 'enviada_em', 'criado_em', 'atualizado_em'].sort();
+  'valor_total_centavos', 'enviada_em', 'criado_em', 'atualizado_em', 'referencia_externa', 'metadados'].sort();
 const CAMPOS_ITEM = ['id', 'tipo', 'produto_id', 'variacao_id', 'nome', 'quantidade', 'preco_unitario_centavos'].sort();
 
 test('creates a draft with every field, catalog items priced from the tier of their quantity and free items', async () => {
@@ -79,7 +80,7 @@ test('creates a draft with every field, catalog items priced from the tier of th
   assert.is(c.itens[3].variacao_id, null);
   assert.is(c.valor_total_centavos, 9 * 1000 + 10 * 900 + 60 * 500 + 20000);
   assert.equal(await eventos(app.db.pool, conta.contaId, 'cotacao.criada'), [
-    { tipo: 'cotacao.criada', dados: { objeto: 'cotacao', id: c.id, codigo: c.codigo, status: 'rascunho' } },
+    { tipo: 'cotacao.criada', dados: { objeto: 'cotacao', id: c.id, codigo: c.codigo, status: 'rascunho' , ...SEM_REFERENCIAS} },
   ]);
   const lida = await get(`/cotacoes/${c.id}`);
   assert.equal(lida.body, c, 'GET shows what POST answered');

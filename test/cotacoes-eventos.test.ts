@@ -13,7 +13,7 @@ import { createLogger } from '../shared/log.ts';
 import { jobs } from '../worker/jobs/index.ts';
 import { DEMO_CONTA_ID, loadDemo } from '../ops/demo.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { eventos, eventosDe, eventosDesde, levarA, marcaDoOutbox, novaCotacao } from './helpers/cotacoes.ts';
+import { eventos, eventosDe, eventosDesde, levarA, marcaDoOutbox, novaCotacao, SEM_REFERENCIAS } from './helpers/cotacoes.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 
 const test = suite('quotation events from every writer');
@@ -36,14 +36,14 @@ test('the screen: creation, send, revision, second send, approval, each event on
   const codigo = await codigoDe(id);
   await levarA(app.db.pool, conta.contaId, id, 'enviada', 'rascunho', 'enviada', 'aprovada');
   assert.equal(await eventosDe(app.db.pool, conta.contaId, id), [
-    { tipo: 'cotacao.criada', dados: { objeto: 'cotacao', id, codigo, status: 'rascunho' } },
-    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'rascunho', para: 'enviada', versao: 1, origem: tela } },
-    { tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 1 } },
-    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'enviada', para: 'rascunho', versao: 1, origem: tela } },
-    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'rascunho', para: 'enviada', versao: 2, origem: tela } },
-    { tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 2 } },
-    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'enviada', para: 'aprovada', versao: 2, origem: tela } },
-    { tipo: 'cotacao.aprovada', dados: { objeto: 'cotacao', id, codigo } },
+    { tipo: 'cotacao.criada', dados: { objeto: 'cotacao', id, codigo, status: 'rascunho' , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'rascunho', para: 'enviada', versao: 1, origem: tela , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 1 , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'enviada', para: 'rascunho', versao: 1, origem: tela , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'rascunho', para: 'enviada', versao: 2, origem: tela , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 2 , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'enviada', para: 'aprovada', versao: 2, origem: tela , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.aprovada', dados: { objeto: 'cotacao', id, codigo , ...SEM_REFERENCIAS} },
   ]);
   for (const e of await eventosDe(app.db.pool, conta.contaId, id)) {
     assert.is(urlDoEvento('http://x/v1', e.tipo, e.dados), `http://x/v1/cotacoes/${id}`, `url of ${e.tipo}`);
@@ -64,7 +64,7 @@ test('the customer link: each opening is one link.aberto numbered, without anyth
   // The application counting two openings in one write still emits one event per opening.
   await app.db.pool.query(sql.unsafe`UPDATE cotacoes SET link_aberturas = link_aberturas + 2 WHERE id = ${id}`);
   const escritos = await eventosDesde(app.db.pool, conta.contaId, marca);
-  assert.equal(escritos, [1, 2, 3, 4].map((n) => ({ tipo: 'link.aberto', dados: { objeto: 'link', cotacao_id: id, codigo, abertura_n: n } })));
+  assert.equal(escritos, [1, 2, 3, 4].map((n) => ({ tipo: 'link.aberto', dados: { objeto: 'link', cotacao_id: id, codigo, abertura_n: n , ...SEM_REFERENCIAS} })));
   assert.is(urlDoEvento('http://x/v1', 'link.aberto', escritos[0]?.dados ?? {}), `http://x/v1/cotacoes/${id}`);
   assert.is(await comOrigem(app.db.pool, 'link', (tx) => abrirLink(tx, 'token-que-nao-existe')), null);
   try {
@@ -96,8 +96,8 @@ test('close-deal request: once per version, only on a sent quotation, with cor_a
   await comOrigem(app.db.pool, 'link', (tx) => pedirFechamento(tx, token, false));
   const fechamentos = (await eventosDesde(app.db.pool, conta.contaId, marca)).filter((e) => e.tipo === 'cotacao.fechamento_pedido');
   assert.equal(fechamentos, [
-    { tipo: 'cotacao.fechamento_pedido', dados: { objeto: 'cotacao', id, codigo, cor_a_combinar: true, versao: 1 } },
-    { tipo: 'cotacao.fechamento_pedido', dados: { objeto: 'cotacao', id, codigo, cor_a_combinar: false, versao: 2 } },
+    { tipo: 'cotacao.fechamento_pedido', dados: { objeto: 'cotacao', id, codigo, cor_a_combinar: true, versao: 1 , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.fechamento_pedido', dados: { objeto: 'cotacao', id, codigo, cor_a_combinar: false, versao: 2 , ...SEM_REFERENCIAS} },
   ]);
   assert.is((await eventosDe(app.db.pool, conta.contaId, id)).find((e) => e.tipo === 'cotacao.status_mudou')?.dados.origem.via, 'tela');
 });
@@ -126,7 +126,7 @@ test('the daily routine expires sent quotations past their validade in the accou
   assert.is(await status(semValidade), 'enviada');
   const codigo = await codigoDe(vencida);
   assert.equal(await eventosDesde(app.db.pool, tokyo.contaId, marca), [
-    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id: vencida, codigo, de: 'enviada', para: 'expirada', versao: 1, origem: { via: 'rotina', chave_id: null } } },
+    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id: vencida, codigo, de: 'enviada', para: 'expirada', versao: 1, origem: { via: 'rotina', chave_id: null } , ...SEM_REFERENCIAS} },
   ]);
   assert.equal(await expirarCotacoes(app.db.pool), { expiradas: 0 }, 'running again changes nothing');
 });
@@ -143,13 +143,13 @@ test('plain SQL of the application emits the same events, origem tela by default
   await app.db.pool.query(sql.unsafe`UPDATE cotacoes SET status = 'recusada' WHERE id = ${id}`);
   const codigo = await codigoDe(id);
   assert.equal(await eventosDe(app.db.pool, conta.contaId, id), [
-    { tipo: 'cotacao.criada', dados: { objeto: 'cotacao', id, codigo, status: 'rascunho' } },
-    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'rascunho', para: 'enviada', versao: 1, origem: tela } },
-    { tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 1 } },
-    { tipo: 'link.aberto', dados: { objeto: 'link', cotacao_id: id, codigo, abertura_n: 1 } },
-    { tipo: 'cotacao.fechamento_pedido', dados: { objeto: 'cotacao', id, codigo, cor_a_combinar: false, versao: 1 } },
-    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'enviada', para: 'recusada', versao: 1, origem: tela } },
-    { tipo: 'cotacao.recusada', dados: { objeto: 'cotacao', id, codigo } },
+    { tipo: 'cotacao.criada', dados: { objeto: 'cotacao', id, codigo, status: 'rascunho' , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'rascunho', para: 'enviada', versao: 1, origem: tela , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 1 , ...SEM_REFERENCIAS} },
+    { tipo: 'link.aberto', dados: { objeto: 'link', cotacao_id: id, codigo, abertura_n: 1 , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.fechamento_pedido', dados: { objeto: 'cotacao', id, codigo, cor_a_combinar: false, versao: 1 , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de: 'enviada', para: 'recusada', versao: 1, origem: tela , ...SEM_REFERENCIAS} },
+    { tipo: 'cotacao.recusada', dados: { objeto: 'cotacao', id, codigo , ...SEM_REFERENCIAS} },
   ]);
   const status = String(await app.db.pool.oneFirst(sql.unsafe`SELECT status FROM cotacoes WHERE id = ${id}`));
   assert.is(status, 'recusada');

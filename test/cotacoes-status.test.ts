@@ -8,7 +8,7 @@ import { sql } from '../shared/db/pool.ts';
 import { STATUS_COTACAO, TRANSICOES_COTACAO, type StatusCotacao } from '../shared/domain/cotacoes.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { semLimites } from './helpers/catalogo.ts';
-import { eventosDe, eventosDesde, levarA, marcaDoOutbox, novaCotacao } from './helpers/cotacoes.ts';
+import { eventosDe, eventosDesde, levarA, marcaDoOutbox, novaCotacao, SEM_REFERENCIAS } from './helpers/cotacoes.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
 
@@ -18,7 +18,7 @@ let conta: TestAccount;
 let outra: TestAccount;
 
 const mudar = (id: string, status: string, token = conta.token, headers: Record<string, string> = {}) =>
-  request(`${app.baseUrl}/cotacoes/${id}/status`, { token, body: { status }, headers });
+  request(`${app.baseUrl}/cotacoes/${id}/status`, { token, body: { status }, headers: { 'idempotency-key': crypto.randomUUID(), ...headers } });
 
 test.before(async () => {
   // The concurrency tests pile 10-16 transactions on one row lock on purpose; on a loaded machine
@@ -78,13 +78,13 @@ test('each change writes cotacao.status_mudou with origem api and the key, then 
   const codigo = (await request(`${app.baseUrl}/cotacoes/${id}`, { token: conta.token })).body.codigo;
   const origem = { via: 'api', chave_id: conta.chaveId };
   const passos: [StatusCotacao, number, unknown[]][] = [
-    ['enviada', 1, [{ tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 1 } }]],
+    ['enviada', 1, [{ tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 1 , ...SEM_REFERENCIAS} }]],
     ['rascunho', 1, []],
-    ['enviada', 2, [{ tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 2 } }]],
-    ['recusada', 2, [{ tipo: 'cotacao.recusada', dados: { objeto: 'cotacao', id, codigo } }]],
+    ['enviada', 2, [{ tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 2 , ...SEM_REFERENCIAS} }]],
+    ['recusada', 2, [{ tipo: 'cotacao.recusada', dados: { objeto: 'cotacao', id, codigo , ...SEM_REFERENCIAS} }]],
     ['rascunho', 2, []],
-    ['enviada', 3, [{ tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 3 } }]],
-    ['aprovada', 3, [{ tipo: 'cotacao.aprovada', dados: { objeto: 'cotacao', id, codigo } }]],
+    ['enviada', 3, [{ tipo: 'cotacao.enviada', dados: { objeto: 'cotacao', id, codigo, versao: 3 , ...SEM_REFERENCIAS} }]],
+    ['aprovada', 3, [{ tipo: 'cotacao.aprovada', dados: { objeto: 'cotacao', id, codigo , ...SEM_REFERENCIAS} }]],
   ];
   let de: StatusCotacao = 'rascunho';
   for (const [para, versao, depois] of passos) {
@@ -94,7 +94,7 @@ test('each change writes cotacao.status_mudou with origem api and the key, then 
     assert.is(res.body.versao, versao, `versao after ${para}`);
     if (para === 'enviada') assert.ok(res.body.enviada_em, 'enviada_em set');
     assert.equal(await eventosDesde(app.db.pool, conta.contaId, marca), [
-      { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de, para, versao, origem } },
+      { tipo: 'cotacao.status_mudou', dados: { objeto: 'cotacao', id, codigo, de, para, versao, origem , ...SEM_REFERENCIAS} },
       ...depois,
     ], `${de} → ${para}`);
     de = para;

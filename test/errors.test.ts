@@ -1,25 +1,18 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { capturedLog } from './helpers/log-lines.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request, type TestResponse } from './helpers/http.ts';
-import { probeRoutes, SECRET_IN_ERROR } from './helpers/probe-routes.ts';
+import { probeRoutes, SECRET_IN_ERROR, SECRET_IN_REQUEST } from './helpers/probe-routes.ts';
 
 const test = suite('errors as application/problem+json');
 let app: TestApp;
 let account: TestAccount;
-const logLines: Record<string, unknown>[] = [];
+const { log, lines: logLines } = capturedLog();
 
 test.before(async () => {
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-      callback();
-    },
-  });
-  app = await startTestApp({ extraRoutes: probeRoutes, log: pino({ level: 'info' }, sink) });
+  app = await startTestApp({ extraRoutes: probeRoutes, log });
   account = await createAccount(app.db.pool);
 });
 test.after(async () => app.stop());
@@ -49,7 +42,7 @@ test('an unknown route is 404 nao_encontrado', async () => {
 test('a wrong method is 405 with Allow', async () => {
   const res = await call('/saude', { method: 'DELETE' });
   assertProblem(res, 405, 'metodo_nao_permitido');
-  assert.is(res.headers.get('allow'), 'GET');
+  assert.is(res.headers.get('allow'), 'GET, HEAD');
 });
 
 test('an unknown query parameter is 400 dados_invalidos naming it', async () => {
@@ -104,6 +97,19 @@ test('an unhandled exception is a 500 that leaks nothing, logged under its requi
   const line = logLines.find((l) => l.requisicao_id === res.body.requisicao_id && l.msg === 'unhandled error');
   assert.ok(line, 'the error is in the log under the requisicao_id');
   assert.match(JSON.stringify(line), SECRET_IN_ERROR);
+});
+
+test('a failing statement is a 500 whose log names its class, SQLSTATE and route, but no value or body it carried', async () => {
+  const res = await call(`/teste/falha-sql?filtro=${SECRET_IN_REQUEST}-q`, { body: { segredo: `${SECRET_IN_REQUEST}-corpo` } });
+  assertProblem(res, 500, 'erro_interno');
+  const lines = logLines.filter((l) => l.requisicao_id === res.body.requisicao_id);
+  const line = lines.find((l) => l.msg === 'unhandled error') as { err?: Record<string, unknown>; route?: string } | undefined;
+  assert.ok(line, 'the error is in the log under the requisicao_id');
+  assert.is(line?.route, 'probeFailingSql');
+  assert.is(line?.err?.sqlstate, '42883');
+  assert.is(typeof line?.err?.type, 'string');
+  assert.not.match(JSON.stringify(lines), SECRET_IN_REQUEST, 'neither the parameter value nor the body is logged');
+  assert.not.match(JSON.stringify(lines), 'SELECT funcao_que_nao_existe', 'nor the statement');
 });
 
 test('every request writes one JSON log line with its id, route, status, cost and duration', async () => {

@@ -42,10 +42,15 @@ test('an entry answers 201 with every field of §2.2, creating the balance of th
   const res = await post({ tipo: 'entrada', variacao_id: variacao, quantidade: 12, motivo: 'devolucao', observacao: 'volta da feira' });
   assert.is(res.status, 201, res.text);
   const { id, criado_em, ...resto } = res.body;
-  assert.equal(resto, { tipo: 'entrada', variacao_id: variacao, parte_id: null, quantidade: 12, saldo_antes: 0, saldo_depois: 12, motivo: 'devolucao' });
+  assert.equal(resto, {
+    tipo: 'entrada', variacao_id: variacao, parte_id: null, quantidade: 12, saldo_antes: 0, saldo_depois: 12, motivo: 'devolucao',
+    referencia_externa: null, metadados: {},
+  });
   assert.match(id, /^[0-9a-f-]{36}$/);
   assert.match(criado_em, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
-  assert.equal(Object.keys(res.body).sort(), ['criado_em', 'id', 'motivo', 'parte_id', 'quantidade', 'saldo_antes', 'saldo_depois', 'tipo', 'variacao_id']);
+  // The fields of §2.2, and the external references (optional in the request, always in the answer).
+  assert.equal(Object.keys(res.body).sort(), ['criado_em', 'id', 'metadados', 'motivo', 'parte_id', 'quantidade', 'referencia_externa',
+    'saldo_antes', 'saldo_depois', 'tipo', 'variacao_id']);
   assert.is(await saldoDe(app.db.pool, conta.contaId, variacao), 12);
   const stored = await app.db.pool.one(sql.type(z.object({ via: z.string(), chave_id: z.string(), observacao: z.string(), local_tipo: z.string() }))`
     SELECT m.via, m.chave_id, m.observacao, l.tipo AS local_tipo
@@ -202,7 +207,7 @@ test('the movement, the balance and the estoque.movimentado event commit togethe
   const res = await post({ tipo: 'entrada', variacao_id: v, quantidade: 1, motivo: 'outro' });
   const [evento] = await eventos();
   const local = await app.db.pool.oneFirst(sql.unsafe`SELECT local_id FROM estoque_movimentos WHERE id = ${res.body.id}`);
-  assert.equal(evento?.dados, { objeto: 'estoque', variacao_id: v, local_id: local, tipo: 'entrada' });
+  assert.equal(evento?.dados, { objeto: 'estoque', variacao_id: v, local_id: local, tipo: 'entrada', movimento_id: res.body.id, referencia_externa: null, metadados: {} });
 });
 
 test('Idempotency-Key is required and at most 64 characters', async () => {

@@ -20,12 +20,17 @@ let db: TestDatabase;
 let one: Pool;
 let conta: TestAccount;
 let variacao: string;
+let sku: string;
+let skuDoProduto: string;
 
 test.before(async () => {
   db = await createTestDatabase();
   conta = await createAccount(db.pool);
   await db.pool.query(sql.unsafe`UPDATE planos SET rajada = 1000 WHERE id = 'farm'`);
-  variacao = (await criarProdutoCompleto(db.pool, conta.contaId, { variacoes: [{}] })).variacoes[0]?.id ?? '';
+  const produto = await criarProdutoCompleto(db.pool, conta.contaId, { variacoes: [{}] });
+  variacao = produto.variacoes[0]?.id ?? '';
+  sku = produto.variacoes[0]?.sku ?? '';
+  skuDoProduto = produto.sku;
   await definirSaldo(db.pool, conta.contaId, variacao, 1000);
   // Statistics of small tables, as a new installation has them: a sequential scan is the cheapest
   // plan for any of them.
@@ -38,7 +43,7 @@ test.after(async () => {
 });
 
 const TABLES = ['chaves_api', 'contas', 'usuarios', 'planos', 'rate_buckets', 'minute_windows', 'uso_mensal', 'month_advances',
-  'request_slots', 'idempotency_keys', 'variacoes', 'locais', 'estoque_saldos', 'estoque_movimentos', 'outbox'];
+  'request_slots', 'idempotency_keys', 'produtos', 'variacoes', 'locais', 'estoque_saldos', 'estoque_movimentos', 'outbox'];
 
 /** Sequential scans of each table so far, with the judged connection's counts flushed first. */
 async function seqScans(): Promise<Record<string, number>> {
@@ -49,8 +54,9 @@ async function seqScans(): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((r) => [r.relname, r.seq_scan]));
 }
 
-const movimento = (): MovimentoPedido => {
-  const body = { tipo: 'saida' as const, variacao_id: variacao, quantidade: 1, motivo: 'venda_loja' as const };
+// By id, by a variation's SKU or by its product's (estoque_variacao_do_sku): every lookup by key.
+const movimento = (por: { variacao_id: string } | { sku: string } = { variacao_id: variacao }): MovimentoPedido => {
+  const body = { tipo: 'saida' as const, ...por, quantidade: 1, motivo: 'venda_loja' as const };
   return { ...body, contaId: conta.contaId, chaveId: conta.chaveId, chave: { key: randomUUID(), route: 'postEstoqueMovimento', hash: bodyHash(body) } };
 };
 
@@ -64,7 +70,8 @@ test('admission and a batch of movements with their keys read no table sequentia
     assert.is(admitted?.outcome, 'ok');
     const pair = await admitBatch(one, [{ token: conta.token }, { token: conta.token }], { release: [slot] });
     assert.equal(pair.map((r) => r.outcome), ['ok', 'ok']);
-    const json = await one.oneFirst(sql.type(z.object({ j: z.string() }))`SELECT (${movimentosEmLote([movimento(), movimento()])})::text AS j`);
+    const json = await one.oneFirst(sql.type(z.object({ j: z.string() }))`
+      SELECT (${movimentosEmLote([movimento(), movimento({ sku }), movimento({ sku: skuDoProduto }), movimento()])})::text AS j`);
     const answers = JSON.parse(json) as unknown[];
     assert.ok(answers.every((a) => movimentoDoLote(a).status_code === 201));
   }

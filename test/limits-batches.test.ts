@@ -35,6 +35,49 @@ test('answers every request of a batch in the order asked, unknown keys included
   assert.equal([rows[0]?.rajada_r, rows[3]?.rajada_r], [9, 8], 'the second request of b sees the first one taken');
 });
 
+test('revoked and expired keys in a batch take no lock: their 401 waits for nobody', async () => {
+  const a = await createAccount(db(), { plano: 'lote' });
+  const revoked = await addKey(db(), a);
+  const expired = await addKey(db(), a);
+  await db().query(sql.unsafe`UPDATE chaves_api SET revogada_em = now() WHERE id = ${revoked.chaveId}`);
+  await db().query(sql.unsafe`
+    UPDATE chaves_api SET criada_em = now() - interval '2 days', expira_em = now() - interval '1 day' WHERE id = ${expired.chaveId}`);
+  // The account's lock held by another session: a batch that tried to take it would time out.
+  await db().connect(async (other) => {
+    await other.query(sql.unsafe`SELECT pg_advisory_lock(conta_lock_key(${a.contaId}))`);
+    try {
+      const rows = await db().transaction(async (tx) => {
+        await tx.query(sql.unsafe`SET LOCAL lock_timeout = '200ms'`);
+        return admitBatch(tx, [{ token: revoked.token }, { token: expired.token }]);
+      });
+      assert.equal(rows.map((r) => r.outcome), ['nao_autenticado', 'nao_autenticado']);
+    } finally {
+      await other.query(sql.unsafe`SELECT pg_advisory_unlock(conta_lock_key(${a.contaId}))`);
+    }
+  });
+});
+
+test('an account none of whose requests is admitted changes no other account\'s answer in the batch', async () => {
+  // Accounts are decided in the order of their ids: the refused one first is the case that broke
+  // (its month entry left empty, every request of the batch answered 500).
+  const [first, second] = [await createAccount(db(), { plano: 'lote' }), await createAccount(db(), { plano: 'lote' })]
+    .sort((x, y) => x.contaId.localeCompare(y.contaId));
+  if (!first || !second) throw new Error('two accounts');
+  for (const refused of ['escopo', 'rajada'] as const) {
+    if (refused === 'rajada') {
+      await db().query(sql.unsafe`
+        INSERT INTO rate_buckets (conta_id, chave_id, tokens, refreshed_at) VALUES (${first.contaId}, ${first.chaveId}, 0, now())
+        ON CONFLICT (chave_id) DO UPDATE SET tokens = 0, refreshed_at = now()`);
+    }
+    const escopo = refused === 'escopo' ? 'inexistente:ler' : null;
+    const rows = await admitBatch(db(), [{ token: first.token, escopo }, { token: second.token }, { token: first.token, escopo }]);
+    const outcome = refused === 'escopo' ? 'escopo_insuficiente' : 'limite_excedido';
+    assert.equal(rows.map((r) => r.outcome), [outcome, 'ok', outcome], refused);
+    const alone = await admitBatch(db(), [{ token: second.token }]);
+    assert.is(alone[0]?.outcome, 'ok', `${refused}: the other account is admitted alone as well`);
+  }
+});
+
 test('requests of one key in one batch are decided one after another: the burst admits 10 of 12', async () => {
   const account = await createAccount(db(), { plano: 'lote' });
   const rows = await db().transaction((tx) => admitBatch(tx, Array.from({ length: 12 }, () => ({ token: account.token }))));
@@ -50,17 +93,20 @@ test('two keys of one account share its minute and slot ceilings inside a batch'
   await createPlan(db(), 'lote_conta', { chaves_ativas: 10, rajada: 100, leituras_por_minuto: 5, simultaneas_por_chave: 10, simultaneas_por_conta: 3 });
   const account = await createAccount(db(), { plano: 'lote_conta' });
   const second = await addKey(db(), account);
-  const rows = await admitBatch(db(), [account, second, account, second].map((k) => ({ token: k.token })));
-  assert.equal(rows.map((r) => r.outcome), ['ok', 'ok', 'ok', 'limite_excedido']);
-  assert.is(rows[3]?.reason, 'simultaneas', 'three slots for the account, whichever key holds them');
-  const minute = await admitBatch(db(), [{ token: second.token }, { token: account.token }], {
-    release: [account, second, account].map((k) => ({ contaId: account.contaId, chaveId: k.chaveId })),
+  // One transaction: one instant of the database's clock, so the three batches share one minute.
+  await db().transaction(async (tx) => {
+    const rows = await admitBatch(tx, [account, second, account, second].map((k) => ({ token: k.token })));
+    assert.equal(rows.map((r) => r.outcome), ['ok', 'ok', 'ok', 'limite_excedido']);
+    assert.is(rows[3]?.reason, 'simultaneas', 'three slots for the account, whichever key holds them');
+    const minute = await admitBatch(tx, [{ token: second.token }, { token: account.token }], {
+      release: [account, second, account].map((k) => ({ contaId: account.contaId, chaveId: k.chaveId })),
+    });
+    assert.equal(minute.map((r) => r.outcome), ['ok', 'ok']);
+    const third = await admitBatch(tx, [{ token: account.token }], {
+      release: [{ contaId: account.contaId, chaveId: second.chaveId }],
+    });
+    assert.is(third[0]?.reason, 'minuto', 'five reads a minute for the account: the sixth is refused');
   });
-  assert.equal(minute.map((r) => r.outcome), ['ok', 'ok']);
-  const third = await admitBatch(db(), [{ token: account.token }], {
-    release: [{ contaId: account.contaId, chaveId: second.chaveId }],
-  });
-  assert.is(third[0]?.reason, 'minuto', 'five reads a minute for the account: the sixth is refused');
 });
 
 test('twenty refusals inside one batch suspend the key once, with one e-mail, and the rest of the batch finds it suspended', async () => {

@@ -4,7 +4,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql, type Tx } from '../shared/db/pool.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, rolledBack as rollBack, type TestDatabase } from './helpers/db.ts';
 import { addKey, createAccount } from './helpers/fixtures.ts';
 import { admitOnce, admitSequence, raisePlan } from './helpers/limits.ts';
 
@@ -16,17 +16,7 @@ test.before(async () => {
 });
 test.after(async () => db.close());
 
-class Rollback extends Error {}
-async function rolledBack(work: (tx: Tx) => Promise<void>): Promise<void> {
-  try {
-    await db.pool.transaction(async (tx) => {
-      await work(tx);
-      throw new Rollback();
-    });
-  } catch (error) {
-    if (!(error instanceof Rollback)) throw error;
-  }
-}
+const rolledBack = (work: (tx: Tx) => Promise<void>) => rollBack(db.pool, work);
 
 const PLANOS = {
   bancada: { rajada: 5, leituras: 30, escritas: 10, mes: 50000, chave: 2, conta: 3 },

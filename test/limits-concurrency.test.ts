@@ -36,7 +36,7 @@ test.after(async () => {
 async function spawnWeb(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const child = spawn(process.execPath, ['api/main.ts'], {
-    env: { PATH: process.env.PATH, DATABASE_URL: app.db.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: { PATH: process.env.PATH, DATABASE_URL: app.db.url, PORT: String(port), HOST: '127.0.0.1', PUBLIC_BASE_URL: `http://127.0.0.1:${port}/v1`, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}/v1`;

@@ -4,10 +4,12 @@ import { parseList } from 'structured-headers';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
+import { clock } from '../shared/clock.ts';
 import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
+import { awayFromMinuteBoundary } from './helpers/uso.ts';
 import { probeRoutes, slowRoutes } from './helpers/probe-routes.ts';
 import { startSmtpReceiver, type SmtpReceiver } from './helpers/smtp.ts';
 
@@ -42,11 +44,6 @@ const usage = (account: TestAccount) =>
 /** Settlements are batched: write them now rather than wait for the batch. */
 const settled = () => app.web.flush();
 
-/** Counters per minute restart with each minute: a comparison must not straddle one. */
-async function awayFromMinuteBoundary(): Promise<void> {
-  const second = Number(await app.db.pool.oneFirst(sql.unsafe`SELECT extract(second FROM now())::float8`));
-  if (second > 57) await new Promise((resolve) => setTimeout(resolve, (60.2 - second) * 1000));
-}
 
 /**
  * Burst tokens a call took: the bucket's fall plus what it refilled meanwhile (never full here).
@@ -111,7 +108,7 @@ test('a refused call is 429 limite_excedido with Retry-After and the limit heade
 });
 
 test('a 304 costs one in the burst and nothing in the month', async () => {
-  await awayFromMinuteBoundary();
+  await awayFromMinuteBoundary(app.db.pool);
   const account = await deepBurstAccount();
   await get(account, '/saude');
   await settled();
@@ -126,7 +123,7 @@ test('a 304 costs one in the burst and nothing in the month', async () => {
 });
 
 test('an idempotent repetition of a write costs one read in the burst and nothing in the month', async () => {
-  await awayFromMinuteBoundary();
+  await awayFromMinuteBoundary(app.db.pool);
   const account = await deepBurstAccount();
   await get(account, '/saude');
   await settled();
@@ -142,7 +139,7 @@ test('an idempotent repetition of a write costs one read in the burst and nothin
 });
 
 test('a call charged for more than it used gives the difference back', async () => {
-  await awayFromMinuteBoundary();
+  await awayFromMinuteBoundary(app.db.pool);
   const account = await deepBurstAccount();
   await get(account, '/saude');
   await settled();
@@ -173,6 +170,11 @@ test('twenty refusals in a row suspend the key for 15 minutes, e-mail its creato
 
   const mail = await smtp.waitFor((m) => m.to.includes(String(email)));
   assert.match(mail.raw, 'suspensa');
+  // Which limit, how often, and what Retry-After asked for (quoted-printable may fold the lines).
+  const text = mail.raw.replace(/=\r?\n/g, '');
+  assert.match(text, '20 recusas seguidas');
+  assert.match(text, /chamadas do m=C3=AAs da conta|chamadas do mês da conta/);
+  assert.match(text, /Retry-After dessa resposta pedia \d+ s/);
   const row = await app.db.pool.one(sql.type(z.object({ kind: z.string(), status: z.string() }))`
     SELECT kind, status FROM outgoing_emails WHERE conta_id = ${account.contaId}`);
   assert.is(row.kind, 'chave_suspensa');
@@ -195,6 +197,53 @@ test('twenty refusals in a row suspend the key for 15 minutes, e-mail its creato
     key = await app.db.pool.one(sql.type(Key)`SELECT suspensa_ate, recusas_consecutivas FROM chaves_api WHERE id = ${account.chaveId}`);
   }
   assert.equal(key, { suspensa_ate: null, recusas_consecutivas: 0 }, 'lifted and the count reset by the job');
+
+  // The client keeps hammering: suspended again, its creator is not e-mailed again the same day.
+  clock.advance(5_000); // past what the web process remembers of the suspension
+  try {
+    for (let i = 0; i < 20; i++) assert.is((await get(account, '/saude')).status, 429);
+    assert.is((await get(account, '/saude')).status, 403);
+  } finally {
+    clock.reset();
+  }
+  const Suspensao = z.object({ limite: z.string(), recusas: z.number(), avisada: z.boolean(), retry_after: z.number() });
+  const suspensoes = await app.db.pool.any(sql.type(Suspensao)`
+    SELECT limite, recusas, avisada, retry_after FROM suspensoes WHERE chave_id = ${account.chaveId} ORDER BY id`);
+  assert.equal(suspensoes.map((s) => [s.limite, s.recusas, s.avisada]), [['mes', 20, true], ['mes', 20, false]]);
+  assert.ok(suspensoes.every((s) => s.retry_after > 0));
+  const emails = await app.db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM outgoing_emails WHERE conta_id = ${account.contaId}`);
+  assert.is(emails, 1, 'one e-mail a day');
+});
+
+test('GET /conta shows the rule of suspension and the key\'s suspensions of the last 24 hours', async () => {
+  const account = await createAccount(app.db.pool, { plano: 'bancada' });
+  const suspensao = (horas: number) => sql.unsafe`
+    INSERT INTO suspensoes (conta_id, chave_id, inicio, fim, limite, retry_after, recusas, avisada)
+    VALUES (${account.contaId}, ${account.chaveId}, now() - make_interval(hours => ${horas}),
+            now() - make_interval(hours => ${horas}) + interval '15 minutes', 'rajada', 1, 20, false)`;
+  await app.db.pool.query(suspensao(2));
+  await app.db.pool.query(suspensao(30));
+  const conta = await get(account, '/conta');
+  assert.equal(conta.body.suspensao, { recusas_para_suspender: 20, minutos: 15, suspensoes_24h: 1 });
+  // The API reference states the rule the database applies (regra_de_suspensao()).
+  const regra = await app.db.pool.one(sql.type(z.object({ recusas: z.number(), minutos: z.number() }))`SELECT * FROM regra_de_suspensao()`);
+  const reference = await (await fetch(`${app.baseUrl}/openapi.json`)).json() as { paths: Record<string, { get: { description: string } }> };
+  assert.match(reference.paths['/conta']?.get.description ?? '', `${regra.recusas} recusas seguidas por limite suspendem a chave por ${regra.minutos} minutos`);
+});
+
+test('GET /conta costs nothing against the month: a client can look before it spends', async () => {
+  const account = await deepBurstAccount();
+  await awayFromMinuteBoundary(app.db.pool);
+  await get(account, '/saude');
+  await settled();
+  const before = await usage(account);
+  for (let i = 0; i < 3; i++) assert.is((await get(account, '/conta')).status, 200);
+  await settled();
+  const after = await usage(account);
+  assert.equal({ mes: after.mes - before.mes, leitura: after.leitura - before.leitura }, { mes: 0, leitura: 3 });
+  assert.is((await get(account, '/saude')).status, 200);
+  await settled();
+  assert.is((await usage(account)).mes - after.mes, 1, 'any other call is charged');
 });
 
 test('an admitted call resets the count of refusals', async () => {

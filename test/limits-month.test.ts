@@ -1,4 +1,4 @@
-// The month counter charged ahead in durable blocks (sql/0052): uso_mensal is written only when a
+// The month counter charged ahead in durable blocks (sql/migrations/0007_limites.sql): uso_mensal is written only when a
 // block is charged, the calls made are exact, a crash can only leave calls counted that were not
 // made, and the ceiling is exact whatever the blocks.
 import { suite } from 'uvu';

@@ -1,5 +1,5 @@
-// A request admitted alone takes api_admit_one; a batch takes api_admit_many (sql/0053). Both must
-// give the same decision, the same answer and leave the same counters: every scenario below runs
+// A request admitted alone takes api_admit_one; a batch takes api_admit_many (sql/code/admission_*.sql).
+// Both must give the same decision, the same answer and leave the same counters: every scenario below runs
 // through each path in turn, inside one transaction (one instant of the database clock) and
 // between savepoints, and the two runs are compared whole.
 import { suite } from 'uvu';
@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { sql, type Tx } from '../shared/db/pool.ts';
 import { hashToken } from '../shared/domain/chaves.ts';
+import type { Prova } from '../api/admission-row.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { addKey, createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 
@@ -27,23 +28,25 @@ type Path = 'one' | 'many';
 type Call = {
   token: string;
   custo?: number;
+  custoMes?: number;
   classe?: 'leitura' | 'escrita';
   escopo?: string | null;
   permissao?: string | null;
   holder?: string;
   release?: { contaId: string; chaveId: string }[];
+  prova?: Prova;
 };
 
 async function admit(tx: Tx, path: Path, call: Call): Promise<unknown> {
   const release = call.release ?? [];
   const args = sql.join([
-    sql.binary(hashToken(call.token)), call.escopo ?? null, call.permissao ?? null, call.custo ?? 1, call.classe ?? 'leitura',
-    call.holder ?? 'test', sql.array(release.map((r) => r.contaId), 'uuid'), sql.array(release.map((r) => r.chaveId), 'uuid'),
+    sql.binary(hashToken(call.token)), call.escopo ?? null, call.permissao ?? null, call.custo ?? 1, call.custoMes ?? null, call.classe ?? 'leitura',
+    call.prova ? sql.jsonb(call.prova) : null, call.holder ?? 'test', sql.array(release.map((r) => r.contaId), 'uuid'), sql.array(release.map((r) => r.chaveId), 'uuid'),
   ], sql.fragment`, `);
   const manyArgs = sql.join([
     sql.fragment`ARRAY[${sql.binary(hashToken(call.token))}]::bytea[]`, sql.fragment`ARRAY[${call.escopo ?? null}::text]`,
-    sql.fragment`ARRAY[${call.permissao ?? null}::text]`, sql.fragment`ARRAY[${call.custo ?? 1}::int]`,
-    sql.fragment`ARRAY[${call.classe ?? 'leitura'}::text]`, call.holder ?? 'test',
+    sql.fragment`ARRAY[${call.permissao ?? null}::text]`, sql.fragment`ARRAY[${call.custo ?? 1}::int]`, sql.fragment`ARRAY[${call.custoMes ?? null}::int]`,
+    sql.fragment`ARRAY[${call.classe ?? 'leitura'}::text]`, sql.jsonb([call.prova ?? null]), call.holder ?? 'test',
     sql.array(release.map((r) => r.contaId), 'uuid'), sql.array(release.map((r) => r.chaveId), 'uuid'),
   ], sql.fragment`, `);
   const text = path === 'one'
@@ -72,8 +75,10 @@ async function state(tx: Tx, contas: string[]): Promise<unknown> {
 type Scenario = (tx: Tx) => Promise<{ calls: (Call | ((tx: Tx) => Promise<void>))[]; contas: string[] }>;
 
 /** Runs a scenario through each path between savepoints of one transaction; both runs compared. */
-async function samePaths(scenario: Scenario): Promise<void> {
+/** Runs a scenario through both paths and compares them; answers what they answered. */
+async function samePaths(scenario: Scenario): Promise<unknown[]> {
   class Rollback extends Error {}
+  let answers: unknown[] = [];
   await db.pool.transaction(async (tx) => {
     const { calls, contas } = await scenario(tx);
     const runs: Record<Path, { answers: unknown[]; after: unknown }> = {} as never;
@@ -90,10 +95,12 @@ async function samePaths(scenario: Scenario): Promise<void> {
     assert.equal(runs.one.answers, runs.many.answers, 'the same answers');
     assert.equal(runs.one.after, runs.many.after, 'the same counters afterwards');
     assert.ok(runs.one.answers.length > 0);
+    answers = runs.one.answers;
     throw new Rollback();
   }).catch((error: unknown) => {
     if (!(error instanceof Rollback)) throw error;
   });
+  return answers;
 }
 
 const seq = (account: TestAccount, n: number, call: Partial<Call> = {}): Call[] =>
@@ -164,6 +171,40 @@ test('twenty refusals in a row suspend the key and e-mail its creator; an expire
     };
     return { contas: [a.contaId], calls: [...seq(a, 6), ...seq(a, 20), ...seq(a, 2), lift, ...seq(a, 1, { release: released(a) })] };
   });
+});
+
+test('repetitions known before charging: a completed Idempotency-Key on its path, an ETag of the current version', async () => {
+  const answers = await samePaths(async (tx) => {
+    const a = await createAccount(tx, { plano: 'caminhos' });
+    await tx.query(sql.unsafe`UPDATE planos SET rajada = 1000, leituras_por_minuto = 1000, escritas_por_minuto = 1000 WHERE id = 'caminhos'`);
+    await tx.query(sql.unsafe`
+      INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${a.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 3996)`);
+    await tx.query(sql.unsafe`
+      INSERT INTO idempotency_keys (conta_id, chave_id, key, route, request_hash, status_code)
+      VALUES (${a.contaId}, ${a.chaveId}, 'feita', 'POST /cotacoes', sha256('x'), 201)`);
+    const produto = await tx.oneFirst(sql.type(z.object({ id: z.string() }))`
+      INSERT INTO produtos (conta_id, sku, nome) VALUES (${a.contaId}, 'VASO', 'Vaso') RETURNING id`);
+    const write = (prova: Prova): Call => ({ token: a.token, custo: 5, classe: 'escrita', prova, release: released(a) });
+    const read = (versoes: number[]): Call => ({ token: a.token, prova: { tabela: 'produtos', id: produto, versoes }, release: released(a) });
+    return {
+      contas: [a.contaId],
+      calls: [
+        write({ chave: 'feita', rota: 'POST /cotacoes' }), write({ chave: 'feita', rota: 'POST /pedidos-producao' }),
+        write({ chave: 'nova', rota: 'POST /cotacoes' }), read([1]), read([7, 1]), read([]), read([2]),
+        { token: a.token, release: released(a) }, { token: a.token, release: released(a) }, write({ chave: 'feita', rota: 'POST /cotacoes' }),
+        // Past the month's ceiling (a plan lowered by hand), a repetition still costs nothing there.
+        async (t: Tx) => void (await t.query(sql.unsafe`UPDATE uso_mensal SET chamadas = 4100 WHERE conta_id = ${a.contaId}`)),
+        write({ chave: 'feita', rota: 'POST /cotacoes' }), read([1]),
+      ],
+    };
+  });
+  // 3996 of 4000 used: each repetition costs 0 in the month; the others 1, or 5 for a write.
+  assert.equal((answers as { outcome: string; reason: string | null; repeticao: boolean; mes_r: number }[]).map((r) => [r.outcome, r.reason, r.repeticao, r.mes_r]), [
+    ['ok', null, true, 4], ['limite_excedido', 'mes', false, 4], ['limite_excedido', 'mes', false, 4],
+    ['ok', null, true, 4], ['ok', null, true, 4], ['ok', null, true, 4], ['ok', null, false, 3],
+    ['ok', null, false, 2], ['ok', null, false, 1], ['ok', null, true, 1],
+    ['ok', null, true, 0], ['ok', null, true, 0],
+  ]);
 });
 
 test('refusals before the counters: scope, permission, blocked account, module off, API off, revoked key', async () => {

@@ -38,7 +38,7 @@ test.before(async () => {
 test.after(async () => app.stop());
 
 const CAMPOS = ['id', 'codigo', 'tipo', 'origem', 'cotacao_id', 'cliente_nome', 'prazo', 'prioridade', 'situacao',
-  'pagamento_situacao', 'itens', 'criado_em', 'atualizado_em', 'finalizado_em'];
+  'pagamento_situacao', 'itens', 'criado_em', 'atualizado_em', 'finalizado_em', 'referencia_externa', 'metadados'];
 const CAMPOS_ITEM = ['id', 'tipo', 'produto_id', 'variacao_id', 'nome', 'quantidade', 'situacao', 'etapa'].sort();
 
 test('a customer order from a quotation shows every field of §2.1, valor_centavos to a creator holding custos.ver', async () => {

@@ -7,7 +7,7 @@ import { sql } from '../shared/db/pool.ts';
 import { PERMISSOES } from '../shared/domain/acesso.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto, semLimites, type ProdutoFixture } from './helpers/catalogo.ts';
-import { cotacaoAprovada, eventos, eventosDe, levarA, novaCotacao } from './helpers/cotacoes.ts';
+import { cotacaoAprovada, eventos, eventosDe, levarA, novaCotacao, SEM_REFERENCIAS } from './helpers/cotacoes.ts';
 import { addKey, createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
 import { cobrado, lerUso, planoMedidor, settled } from './helpers/uso.ts';
@@ -19,7 +19,7 @@ let outra: TestAccount;
 let produto: ProdutoFixture;
 
 const post = (body: unknown, token = conta.token, headers: Record<string, string> = {}) =>
-  request(`${app.baseUrl}/pedidos-producao`, { token, body, headers });
+  request(`${app.baseUrl}/pedidos-producao`, { token, body, headers: { 'idempotency-key': crypto.randomUUID(), ...headers } });
 const cotacaoApi = async (id: string) => (await request(`${app.baseUrl}/cotacoes/${id}`, { token: conta.token })).body;
 
 test.before(async () => {
@@ -52,7 +52,7 @@ test('a customer order with catalog and free items: origem api, aberto, nao_pago
     ['avulso', null, null, 'Suporte sob medida', 2, 'ativo', null],
   ]);
   assert.equal(await eventosDe(app.db.pool, conta.contaId, p.id), [
-    { tipo: 'pedido_producao.criado', dados: { objeto: 'pedido_producao', id: p.id, codigo: p.codigo, tipo: 'cliente' } },
+    { tipo: 'pedido_producao.criado', dados: { objeto: 'pedido_producao', id: p.id, codigo: p.codigo, tipo: 'cliente' , ...SEM_REFERENCIAS} },
   ]);
   assert.equal((await request(`${app.baseUrl}/pedidos-producao/${p.id}`, { token: conta.token })).body, p);
 });

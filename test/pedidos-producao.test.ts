@@ -18,7 +18,7 @@ import {
 import { ApiError } from '../shared/errors.ts';
 import { urlDoEvento } from '../shared/domain/eventos.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { eventosDe, eventosDesde, levarA, marcaDoOutbox, novaCotacao, novoPedido } from './helpers/cotacoes.ts';
+import { eventosDe, eventosDesde, levarA, marcaDoOutbox, novaCotacao, novoPedido, SEM_REFERENCIAS } from './helpers/cotacoes.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 
 const test = suite('production orders in the workshop');
@@ -130,7 +130,7 @@ test('situacao changes emit pedido_producao.situacao_mudou with origem, and conc
   await comOrigem(app.db.pool, 'rotina', (tx) => mudarSituacaoPedido(tx, conta.contaId, id, 'em_producao'));
   await tela((tx) => mudarSituacaoPedido(tx, conta.contaId, id, 'finalizado'));
   await tela((tx) => mudarPagamento(tx, conta.contaId, id, 'pago'));
-  const base = { objeto: 'pedido_producao', id, codigo };
+  const base = { objeto: 'pedido_producao', id, codigo, ...SEM_REFERENCIAS };
   const tela0 = { via: 'tela', chave_id: null };
   const escritos = await eventosDe(app.db.pool, conta.contaId, id);
   assert.equal(escritos, [
@@ -156,7 +156,7 @@ test('plain SQL of the application emits the order events too, and a cancellatio
   await app.db.pool.query(sql.unsafe`UPDATE pedidos_producao SET prioridade = 'urgente' WHERE id = ${id}`);
   await app.db.pool.query(sql.unsafe`UPDATE pedidos_producao SET situacao = 'cancelado' WHERE id = ${id}`);
   const codigo = String(await app.db.pool.oneFirst(sql.unsafe`SELECT codigo FROM pedidos_producao WHERE id = ${id}`));
-  const base = { objeto: 'pedido_producao', id, codigo };
+  const base = { objeto: 'pedido_producao', id, codigo, ...SEM_REFERENCIAS };
   assert.equal(await eventosDesde(app.db.pool, conta.contaId, marca), [
     { tipo: 'pedido_producao.criado', dados: { ...base, tipo: 'cliente' } },
     { tipo: 'pedido_producao.situacao_mudou', dados: { ...base, situacao_de: 'aberto', situacao_para: 'em_producao', origem: { via: 'tela', chave_id: null } } },

@@ -9,6 +9,8 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
 import { mechanismRoutes } from './helpers/probe-routes.ts';
+import { novaCotacao } from './helpers/cotacoes.ts';
+import { routes } from '../api/routes/index.ts';
 
 const test = suite('lists, conditional requests and idempotency');
 let app: TestApp;
@@ -163,6 +165,62 @@ test('Idempotency-Key: a business refusal is kept and replayed; a server error f
   assert.is(failed.status, 500);
   const remaining = await app.db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM idempotency_keys WHERE key = 'chave-500'`);
   assert.is(remaining, 0, 'a retry after a 500 runs again');
+});
+
+test('a refusal the database raises in a POST is kept with its key and replayed, and costs the pool no connection', async () => {
+  const cotacao = await novaCotacao(app.db.pool, account.contaId);
+  const webBackends = () => app.db.pool.anyFirst(sql.type(z.object({ pid: z.number() }))`
+    SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'web'`);
+  assert.is((await post(`/cotacoes/${cotacao}/status`, { status: 'aprovada' }, { 'idempotency-key': 'aquecer' })).status, 422);
+  const before = await webBackends();
+  for (let i = 0; i < 10; i++) {
+    // rascunho → aprovada: refused by the quotation's trigger (transicao_invalida, a check_violation).
+    const refused = await post(`/cotacoes/${cotacao}/status`, { status: 'aprovada' }, { 'idempotency-key': `recusa-do-banco-${i}` });
+    assert.is(refused.status, 422);
+    assert.is(refused.body.motivo, 'transicao_invalida');
+  }
+  const replay = await post(`/cotacoes/${cotacao}/status`, { status: 'aprovada' }, { 'idempotency-key': 'recusa-do-banco-3' });
+  assert.equal([replay.status, replay.body.motivo, replay.headers.get('idempotent-replayed')], [422, 'transicao_invalida', 'true']);
+  const after = await webBackends();
+  assert.equal(before.filter((pid) => !after.includes(pid)), [], 'no connection of the web pool was closed by a refusal');
+});
+
+test('every POST of the API requires an Idempotency-Key: without one it is 400 naming the header', async () => {
+  const posts = routes.filter((r) => r.method === 'POST');
+  assert.ok(posts.length >= 4);
+  for (const route of posts) {
+    assert.is(route.idempotency, 'required', route.operationId);
+    const path = route.path.replace(/\{\w+\}/g, () => crypto.randomUUID());
+    const res = await post(path, {});
+    assert.is(res.status, 400, `${route.operationId}: ${res.text}`);
+    assert.ok(res.body.erros.some((e: { campo: string }) => e.campo === 'idempotency-key'), `${route.operationId}: ${res.text}`);
+  }
+});
+
+test('Idempotency-Key is bound to the method and the concrete path: the same key on another resource is a conflict', async () => {
+  const [a, b] = [await novaCotacao(app.db.pool, account.contaId), await novaCotacao(app.db.pool, account.contaId)];
+  const first = await post(`/cotacoes/${a}/status`, { status: 'enviada' }, { 'idempotency-key': 'uma-por-recurso' });
+  assert.is(first.status, 200);
+  const elsewhere = await post(`/cotacoes/${b}/status`, { status: 'enviada' }, { 'idempotency-key': 'uma-por-recurso' });
+  assert.is(elsewhere.status, 422, elsewhere.text);
+  assert.is(elsewhere.body.codigo, 'idempotencia_conflito');
+  assert.is((await get(`/cotacoes/${b}`)).body.status, 'rascunho', 'nothing was done to B');
+  const again = await post(`/cotacoes/${a}/status`, { status: 'enviada' }, { 'idempotency-key': 'uma-por-recurso' });
+  assert.equal([again.status, again.headers.get('idempotent-replayed')], [200, 'true']);
+});
+
+test('Idempotency-Key as integrators send it: spaces inside, or the quoted form of the IETF draft, which is the same key', async () => {
+  assert.is((await post('/teste/idempotente', { nome: 'Com espaço' }, { 'idempotency-key': 'pedido 42 do ERP' })).status, 201);
+  const quoted = await post('/teste/idempotente', { nome: 'Entre aspas' }, { 'idempotency-key': '"8e03978e-40d5-43e8-bc93-6894a57f9324"' });
+  assert.is(quoted.status, 201);
+  const bare = await post('/teste/idempotente', { nome: 'Entre aspas' }, { 'idempotency-key': '8e03978e-40d5-43e8-bc93-6894a57f9324' });
+  assert.equal([bare.status, bare.headers.get('idempotent-replayed')], [201, 'true'], 'the quoted and the bare form are one key');
+  for (const bad of ['"sem fim', '"acentuação"', 'x'.repeat(65), '"' + 'x'.repeat(65) + '"']) {
+    const res = await post('/teste/idempotente', { nome: 'Ruim' }, { 'idempotency-key': bad });
+    assert.is(res.status, 400, bad);
+    const erro = res.body.erros.find((e: { campo: string }) => e.campo === 'idempotency-key');
+    assert.match(erro?.mensagem ?? '', /de 1 a 64 caracteres ASCII visíveis ou espaços, ou essa chave entre aspas/, bad);
+  }
 });
 
 test('Idempotency-Key: 20 concurrent requests with one key create once; the others are 409 or a replay', async () => {

@@ -2,14 +2,17 @@
 // without it an embedded PostgreSQL runs in .data/test-postgres. The schema is migrated once into
 // a template database and every suite clones its own from it. Suites run as separate processes,
 // two at a time; a failed suite's databases are kept for inspection and their names printed.
+// A suite that cannot run on this machine says so in one line, `SKIPPED: <what is missing>; <how to
+// install it>` (test/helpers/skip.ts), and is reported as skipped; the closing line is
+// `N passed, N failed, N skipped`, which .ci/run reads.
 import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { projectRoot } from '../shared/config.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../shared/db/embedded.ts';
-import { migrate } from '../shared/db/migrate.ts';
-import { createBoss } from '../worker/boss.ts';
+import { installBossSchema } from '../shared/boss.ts';
+import { release } from '../shared/db/release.ts';
 
 // Runs sharing one server (or one machine) keep apart by TEST_RUN_ID: their databases and their
 // embedded data folders carry it, and each run only drops what it made.
@@ -17,7 +20,12 @@ const RUN_ID = (process.env.TEST_RUN_ID ?? 'main').replace(/[^a-z0-9]/gi, '').to
 const PREFIX = `pft_${RUN_ID}_`;
 const TEMPLATE = `${PREFIX}template`;
 const concurrency = Number(process.env.TEST_CONCURRENCY ?? 2);
+// A suite that hangs (a handle left open after a failure keeps its process alive) is killed, with
+// everything it started, and counted as failed: one stuck suite must not eat CI's whole budget.
+const suiteTimeoutMs = Number(process.env.TEST_SUITE_TIMEOUT_MS ?? 240_000);
 const filter = process.argv.slice(2);
+// The folder of the suites; TEST_DIR points the runner elsewhere (test/runner.test.ts runs fixtures).
+const testDir = path.resolve(projectRoot, process.env.TEST_DIR ?? 'test');
 
 async function main(): Promise<number> {
   let embedded: EmbeddedPostgres | null = null;
@@ -40,27 +48,28 @@ async function main(): Promise<number> {
     await dropDatabases(admin, PREFIX);
     await admin.query(`CREATE DATABASE ${TEMPLATE}`);
     const templateUrl = databaseUrl(adminUrl, TEMPLATE);
-    await migrate(templateUrl);
+    await release(templateUrl);
     await installBossSchema(templateUrl);
-    process.stdout.write(`template database migrated in ${Math.round(performance.now() - started)} ms (${embedded ? 'embedded PostgreSQL' : redact(adminUrl)})\n`);
+    process.stdout.write(`template database released in ${Math.round(performance.now() - started)} ms (${embedded ? 'embedded PostgreSQL' : redact(adminUrl)})\n`);
 
     const files = await testFiles(filter);
     const results = await runAll(files, adminUrl, admin);
     await admin.end();
     const passed = results.reduce((n, r) => n + r.passed, 0);
     const failed = results.reduce((n, r) => n + r.failed, 0);
+    const skipped = results.reduce((n, r) => n + r.skipped, 0);
     const broken = results.filter((r) => r.code !== 0);
     for (const r of broken) process.stdout.write(`FAILED ${r.file} (exit ${r.code})${r.kept.length ? `; databases kept: ${r.kept.join(', ')}` : ''}\n`);
     // A suite that crashed before reporting counts as one failure.
     const failures = failed + broken.filter((r) => r.failed === 0).length;
-    process.stdout.write(`${passed} passed, ${failures} failed\n`);
+    process.stdout.write(`${passed} passed, ${failures} failed, ${skipped} skipped\n`);
     return failures === 0 ? 0 : 1;
   } finally {
     await embedded?.stop();
   }
 }
 
-type Result = { file: string; code: number; passed: number; failed: number; kept: string[] };
+type Result = { file: string; code: number; passed: number; failed: number; skipped: number; kept: string[] };
 
 async function runAll(files: string[], adminUrl: string, admin: pg.Client): Promise<Result[]> {
   const results: Result[] = [];
@@ -85,41 +94,45 @@ function runFile(file: string, prefix: string, adminUrl: string): Promise<Result
       cwd: projectRoot,
       env: { ...process.env, TEST_ADMIN_URL: adminUrl, TEST_TEMPLATE_DB: TEMPLATE, TEST_DB_PREFIX: prefix, FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // its own process group, so a timeout kills what it spawned too
     });
     let output = '';
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try { process.kill(-child.pid!, 'SIGKILL'); } catch { child.kill('SIGKILL'); }
+    }, suiteTimeoutMs);
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.on('close', (code) => {
+      clearTimeout(timer);
+      if (timedOut) output += `\nkilled: the suite ran longer than ${suiteTimeoutMs / 1000} s (TEST_SUITE_TIMEOUT_MS)\n`;
       const passed = Number(/Passed:\s+(\d+)/.exec(output)?.[1] ?? 0);
+      // uvu's Total counts the tests that ran; the skipped ones are counted apart.
       const total = Number(/Total:\s+(\d+)/.exec(output)?.[1] ?? 0);
       const skipped = Number(/Skipped:\s+(\d+)/.exec(output)?.[1] ?? 0);
+      const why = /^SKIPPED: (.+)$/m.exec(output)?.[1];
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       const name = path.relative(projectRoot, file);
       // uvu exits 0 when a hook throws before the tests ran ("Exiting early"): a suite passes only
-      // when it reported every test it did not skip as passed.
-      const ok = code === 0 && /Total:/.test(output) && passed >= total - skipped;
-      process.stdout.write(`${ok ? 'ok  ' : 'FAIL'} ${name} (${passed}/${total - skipped} in ${seconds} s)\n`);
+      // when it reported every test it ran as passed.
+      const ok = !timedOut && code === 0 && /Total:/.test(output) && passed >= total;
+      const counts = `${passed}/${total}${skipped ? `, ${skipped} skipped` : ''} in ${seconds} s`;
+      if (ok && why) process.stdout.write(`skip ${name} (${counts}): ${why}\n`);
+      else process.stdout.write(`${ok ? 'ok  ' : 'FAIL'} ${name} (${counts})\n`);
       if (!ok) process.stdout.write(indent(output));
-      resolve({ file: name, code: ok ? 0 : (code || 1), passed, failed: Math.max(0, total - skipped - passed), kept: [] });
+      resolve({ file: name, code: ok ? 0 : (code || 1), passed, failed: Math.max(0, total - passed), skipped, kept: [] });
     });
   });
 }
 
 async function testFiles(only: string[]): Promise<string[]> {
-  const dir = path.join(projectRoot, 'test');
-  const entries = await readdir(dir, { recursive: true });
+  const entries = await readdir(testDir, { recursive: true });
   return entries
-    .filter((f) => f.endsWith('.test.ts'))
+    .filter((f) => f.endsWith('.test.ts') && !f.split(path.sep).includes('fixtures'))
     .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
     .sort()
-    .map((f) => path.join(dir, f));
-}
-
-async function installBossSchema(url: string): Promise<void> {
-  const boss = createBoss(url, { max: 2, supervise: false });
-  boss.on('error', () => undefined);
-  await boss.start();
-  await boss.stop({ graceful: false });
+    .map((f) => path.join(testDir, f));
 }
 
 async function listDatabases(admin: pg.Client, prefix: string): Promise<string[]> {

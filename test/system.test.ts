@@ -3,8 +3,8 @@ import * as assert from 'uvu/assert';
 import { sql } from '../shared/db/pool.ts';
 import { TIPOS_DE_EVENTO } from '../shared/domain/eventos.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { createAccount, type TestAccount } from './helpers/fixtures.ts';
-import { client, request } from './helpers/http.ts';
+import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
+import { client, request, type TestResponse } from './helpers/http.ts';
 
 const test = suite('saude, conta, tipos-de-evento and the OpenAPI document');
 let app: TestApp;
@@ -24,7 +24,7 @@ test('GET /saude answers ok with the version and a date-time with offset', async
   assert.match(res.body.agora, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
 });
 
-test('GET /conta shows the account, the key without its secret, the plan limits and the month use including itself', async () => {
+test('GET /conta shows the account, the key without its secret, the plan limits and the month use, to which it adds nothing', async () => {
   await app.db.pool.query(sql.unsafe`
     INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 40)
     ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = 40`);
@@ -40,8 +40,9 @@ test('GET /conta shows the account, the key without its secret, the plan limits 
     chaves_ativas: 3, webhook_endpoints: 3, leituras_por_minuto: 60, escritas_por_minuto: 20, chamadas_por_mes: 150000,
     rajada: 10, rajada_recarga_por_segundo: 2, simultaneas_por_chave: 3, simultaneas_por_conta: 3, entregas_webhook_por_hora: 1000,
   });
-  assert.is(res.body.uso.chamadas, 41);
-  assert.is(res.body.uso.restantes, 150000 - 41);
+  // GET /conta itself costs nothing against the month.
+  assert.is(res.body.uso.chamadas, 40);
+  assert.is(res.body.uso.restantes, 150000 - 40);
 });
 
 test('GET /tipos-de-evento lists every event type of the contract with its object and permission', async () => {
@@ -68,6 +69,58 @@ test('GET /tipos-de-evento lists every event type of the contract with its objec
     assert.ok((t?.descricao.length ?? 0) > 10, tipo);
   }
   assert.is(TIPOS_DE_EVENTO.length, 16);
+});
+
+/** A key on a plan without practical ceilings, for tests that page one item at a time. */
+async function listerKey(): Promise<TestAccount> {
+  await createPlan(app.db.pool, 'paginas', { rajada: 1000, rajada_recarga_por_segundo: 1000, leituras_por_minuto: 10000 });
+  return createAccount(app.db.pool, { plano: 'paginas', escopos: ['pedidos:ler'] });
+}
+
+test('GET /tipos-de-evento pages like every list: limite=1 goes through every type exactly once', async () => {
+  const api = client(app.baseUrl, (await listerKey()).token);
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const res: TestResponse = await api.get(`/tipos-de-evento?limite=1${cursor ? `&cursor=${cursor}` : ''}`);
+    assert.is(res.status, 200, res.text);
+    assert.is(res.body.dados.length, 1);
+    seen.push(res.body.dados[0].tipo);
+    cursor = res.body.proximo_cursor;
+  } while (cursor && seen.length <= TIPOS_DE_EVENTO.length);
+  assert.equal(seen, TIPOS_DE_EVENTO.map((t) => t.tipo));
+  // A page size of its own, with a cursor made under another limite (limite is not bound).
+  const first = await api.get('/tipos-de-evento?limite=5');
+  assert.is(first.body.dados.length, 5);
+  const rest = await api.get(`/tipos-de-evento?limite=100&cursor=${first.body.proximo_cursor}`);
+  assert.is(rest.status, 200);
+  assert.equal(rest.body.dados.map((t: { tipo: string }) => t.tipo), seen.slice(5));
+  assert.is(rest.body.proximo_cursor, null);
+});
+
+test('GET /tipos-de-evento refuses a cursor of another list, and its cursor is refused by another list', async () => {
+  const lister = await listerKey();
+  const contaId = lister.contaId;
+  for (let i = 0; i < 2; i++) {
+    await app.db.pool.query(sql.unsafe`
+      INSERT INTO pedidos_producao (conta_id, numero, tipo, origem) VALUES (${contaId}, ${900 + i}, 'estoque', 'manual')`);
+  }
+  const api = client(app.baseUrl, lister.token);
+  const pedidos = await api.get('/pedidos-producao?limite=1');
+  assert.is(pedidos.status, 200, pedidos.text);
+  assert.type(pedidos.body.proximo_cursor, 'string');
+  const tipos = await api.get('/tipos-de-evento?limite=1');
+  for (const [path, cursor] of [['/tipos-de-evento', pedidos.body.proximo_cursor], ['/pedidos-producao', tipos.body.proximo_cursor]]) {
+    const res = await api.get(`${path}?cursor=${cursor}`);
+    assert.is(res.status, 400, path);
+    assert.is(res.body.codigo, 'dados_invalidos');
+    assert.equal(res.body.erros.map((e: { campo: string }) => e.campo), ['cursor'], path);
+    assert.match(res.body.erros[0].mensagem, /^cursor inválido/, path);
+  }
+  // The catalog has no atualizado_em: the filter is unknown there, as a typo would be.
+  const filtro = await api.get('/tipos-de-evento?atualizado_desde=2026-01-01T00:00:00Z');
+  assert.is(filtro.status, 400);
+  assert.equal(filtro.body.erros, [{ campo: 'atualizado_desde', mensagem: 'parâmetro desconhecido' }]);
 });
 
 test('GET /v1/openapi.json is an OpenAPI 3.1 document of every route, served without a key', async () => {

@@ -61,16 +61,16 @@ async function produto(db: Db, sku: string): Promise<{ produtoId: string; variac
 const cotacaoId = randomUUID();
 const pedidoId = randomUUID();
 const emitted: [string, Record<string, unknown>, string][] = [
-  ['cotacao.criada', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001', status: 'rascunho' }, `/cotacoes/${cotacaoId}`],
-  ['cotacao.enviada', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001', versao: 1 }, `/cotacoes/${cotacaoId}`],
-  ['cotacao.fechamento_pedido', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001', cor_a_combinar: true }, `/cotacoes/${cotacaoId}`],
-  ['cotacao.status_mudou', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001', de: 'enviada', para: 'aprovada', origem: { via: 'api', chave_id: null } }, `/cotacoes/${cotacaoId}`],
-  ['cotacao.aprovada', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001' }, `/cotacoes/${cotacaoId}`],
-  ['cotacao.recusada', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001' }, `/cotacoes/${cotacaoId}`],
-  ['link.aberto', { objeto: 'link', cotacao_id: cotacaoId, codigo: 'COT-000001', abertura_n: 2 }, `/cotacoes/${cotacaoId}`],
-  ['pedido_producao.criado', { objeto: 'pedido_producao', id: pedidoId, codigo: 'OP-000001', tipo: 'cliente' }, `/pedidos-producao/${pedidoId}`],
-  ['pedido_producao.situacao_mudou', { objeto: 'pedido_producao', id: pedidoId, codigo: 'OP-000001', situacao_de: 'aberto', situacao_para: 'em_producao' }, `/pedidos-producao/${pedidoId}`],
-  ['pedido_producao.concluido', { objeto: 'pedido_producao', id: pedidoId, codigo: 'OP-000001' }, `/pedidos-producao/${pedidoId}`],
+  ['cotacao.criada', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001', status: 'rascunho', referencia_externa: 'MKT-1', metadados: { loja: 'Prisma' } }, `/cotacoes/${cotacaoId}`],
+  ['cotacao.enviada', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001', versao: 1, referencia_externa: 'MKT-1', metadados: { loja: 'Prisma' } }, `/cotacoes/${cotacaoId}`],
+  ['cotacao.fechamento_pedido', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001', cor_a_combinar: true, referencia_externa: 'MKT-1', metadados: { loja: 'Prisma' } }, `/cotacoes/${cotacaoId}`],
+  ['cotacao.status_mudou', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001', de: 'enviada', para: 'aprovada', origem: { via: 'api', chave_id: null }, referencia_externa: 'MKT-1', metadados: { loja: 'Prisma' } }, `/cotacoes/${cotacaoId}`],
+  ['cotacao.aprovada', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001', referencia_externa: 'MKT-1', metadados: { loja: 'Prisma' } }, `/cotacoes/${cotacaoId}`],
+  ['cotacao.recusada', { objeto: 'cotacao', id: cotacaoId, codigo: 'COT-000001', referencia_externa: 'MKT-1', metadados: { loja: 'Prisma' } }, `/cotacoes/${cotacaoId}`],
+  ['link.aberto', { objeto: 'link', cotacao_id: cotacaoId, codigo: 'COT-000001', abertura_n: 2, referencia_externa: 'MKT-1', metadados: { loja: 'Prisma' } }, `/cotacoes/${cotacaoId}`],
+  ['pedido_producao.criado', { objeto: 'pedido_producao', id: pedidoId, codigo: 'OP-000001', tipo: 'cliente', referencia_externa: 'MKT-1', metadados: { loja: 'Prisma' } }, `/pedidos-producao/${pedidoId}`],
+  ['pedido_producao.situacao_mudou', { objeto: 'pedido_producao', id: pedidoId, codigo: 'OP-000001', situacao_de: 'aberto', situacao_para: 'em_producao', referencia_externa: 'MKT-1', metadados: { loja: 'Prisma' } }, `/pedidos-producao/${pedidoId}`],
+  ['pedido_producao.concluido', { objeto: 'pedido_producao', id: pedidoId, codigo: 'OP-000001', referencia_externa: 'MKT-1', metadados: { loja: 'Prisma' } }, `/pedidos-producao/${pedidoId}`],
 ];
 
 for (const [tipo, dados, url] of emitted) {
@@ -115,16 +115,19 @@ test('delivers catalogo.atualizado_em_massa for an import of 21 products, with q
   assert.ok(Date.parse(request.json.dados.desde) <= Date.parse(oldest), 'atualizado_desde=desde finds every product');
 });
 
-test('delivers estoque.movimentado for a stock movement, with variacao_id, local_id and tipo', async () => {
+test('delivers estoque.movimentado for a stock movement, with variacao_id, local_id, tipo, the movement and its references', async () => {
   const { variacaoId } = await produto(app.db.pool, 'VASO-3');
   const local = await app.db.pool.one(sql.type(Id)`SELECT id FROM locais WHERE conta_id = ${account.contaId} AND tipo = 'proprio'`);
   await app.db.pool.query(sql.unsafe`
     INSERT INTO estoque_movimentos (conta_id, local_id, variacao_id, tipo, quantidade, saldo_antes, saldo_depois, motivo)
     VALUES (${account.contaId}, ${local.id}, ${variacaoId}, 'entrada', 5, 0, 5, 'correcao')`);
+  const movimento = await app.db.pool.one(sql.type(Id)`SELECT id FROM estoque_movimentos WHERE conta_id = ${account.contaId} AND variacao_id = ${variacaoId}`);
   await closeGroupingWindows(app.db.pool);
   const request = await received('estoque.movimentado', (d) => d.variacao_id === variacaoId);
   checkEnvelope(request, 'estoque.movimentado', `/estoque?variacao_id=${variacaoId}`);
-  assert.equal(request.json.dados, { objeto: 'estoque', variacao_id: variacaoId, local_id: local.id, tipo: 'entrada' });
+  assert.equal(request.json.dados, {
+    objeto: 'estoque', variacao_id: variacaoId, local_id: local.id, tipo: 'entrada', movimento_id: movimento.id, referencia_externa: null, metadados: {},
+  });
 });
 
 test('delivers estoque.baixo when a supply balance falls below its minimum', async () => {

@@ -45,10 +45,14 @@ async function produtos(prefixo: string, quantos: number): Promise<{ produtoId: 
   });
 }
 
-const movimento = (variacaoId: string, tipo: 'entrada' | 'saida', quantidade: number, antes: number) => app.db.pool.query(sql.unsafe`
-  INSERT INTO estoque_movimentos (conta_id, local_id, variacao_id, tipo, quantidade, saldo_antes, saldo_depois, motivo)
-  VALUES (${account.contaId}, ${localId}, ${variacaoId}, ${tipo}, ${quantidade}, ${antes},
-          ${tipo === 'entrada' ? antes + quantidade : antes - quantidade}, 'outro')`);
+const movimento = (variacaoId: string, tipo: 'entrada' | 'saida', quantidade: number, antes: number, referencia: string | null = null) =>
+  app.db.pool.oneFirst(sql.type(z.object({ id: z.string() }))`
+    INSERT INTO estoque_movimentos (conta_id, local_id, variacao_id, tipo, quantidade, saldo_antes, saldo_depois, motivo,
+                                    referencia_externa, metadados)
+    VALUES (${account.contaId}, ${localId}, ${variacaoId}, ${tipo}, ${quantidade}, ${antes},
+            ${tipo === 'entrada' ? antes + quantidade : antes - quantidade}, 'outro', ${referencia},
+            ${sql.jsonb(referencia ? { pedido: referencia } : {})})
+    RETURNING id`);
 
 const pendentes = (tipo: string) => app.db.pool.any(sql.type(Pending)`
   SELECT id, dados, available_at, criado_em FROM outbox
@@ -75,7 +79,7 @@ test('groups estoque.movimentado per variation into one event at the end of a 60
   await movimento(a.variacaoId, 'entrada', 10, 0);
   await movimento(a.variacaoId, 'saida', 3, 10);
   await movimento(b.variacaoId, 'entrada', 1, 0);
-  await movimento(a.variacaoId, 'entrada', 5, 7);
+  const ultimo = await movimento(a.variacaoId, 'entrada', 5, 7, 'MKT-77');
   const pending = await pendentes('estoque.movimentado');
   assert.is(pending.length, 2, 'one pending event per variation');
   const [first] = pending;
@@ -90,7 +94,11 @@ test('groups estoque.movimentado per variation into one event at the end of a 60
   await receiver.waitFor(2, (r) => r.json?.tipo === 'estoque.movimentado');
   const ofA = delivered('estoque.movimentado', (d) => d.variacao_id === a.variacaoId);
   assert.is(ofA.length, 1);
-  assert.equal(ofA[0]?.json.dados, { objeto: 'estoque', variacao_id: a.variacaoId, local_id: localId, tipo: 'entrada' });
+  // The latest movement's: its id and its external references.
+  assert.equal(ofA[0]?.json.dados, {
+    objeto: 'estoque', variacao_id: a.variacaoId, local_id: localId, tipo: 'entrada', movimento_id: ultimo,
+    referencia_externa: 'MKT-77', metadados: { pedido: 'MKT-77' },
+  });
   assert.is(delivered('estoque.movimentado', (d) => d.variacao_id === b.variacaoId).length, 1);
 
   await movimento(a.variacaoId, 'saida', 2, 12);

@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { projectRoot } from '../shared/config.ts';
 import { sql } from '../shared/db/pool.ts';
-import { createBoss } from '../worker/boss.ts';
+import { createBoss } from '../shared/boss.ts';
 import { DELIVERY_QUEUE } from '../worker/webhooks/queue.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount } from './helpers/fixtures.ts';
@@ -28,7 +28,7 @@ test.after(async () => {
 function spawnWorker(db: TestDatabase): ChildProcess & { output: () => string } {
   const child = spawn(process.execPath, ['worker/main.ts'], {
     cwd: projectRoot,
-    env: { PATH: process.env.PATH, DATABASE_URL: db.url, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: '5000' },
+    env: { PATH: process.env.PATH, DATABASE_URL: db.url, PUBLIC_BASE_URL: 'http://127.0.0.1:3000/v1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: '5000' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

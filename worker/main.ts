@@ -1,8 +1,8 @@
 // The worker process (Procfile: worker): pg-boss, with its schema in the service's database.
 import type { PgBoss } from 'pg-boss';
-import { createBoss } from './boss.ts';
+import { createBoss } from '../shared/boss.ts';
 import { loadConfigOrExit, type Config } from '../shared/config.ts';
-import { createDatabasePool } from '../shared/db/pool.ts';
+import { assertDatabaseUtf8, createDatabasePool } from '../shared/db/pool.ts';
 import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import { jobs } from './jobs/index.ts';
@@ -19,6 +19,10 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
     size: config.DB_POOL_SIZE,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     applicationName: 'worker',
+  });
+  await assertDatabaseUtf8(pool).catch(async (error: unknown) => {
+    await pool.end();
+    throw error;
   });
   const boss = createBoss(databaseUrl);
   // pg-boss reports its own failures (lost connections, maintenance errors) here; without a
@@ -49,7 +53,7 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
 }
 
 if (import.meta.main) {
-  const config = loadConfigOrExit();
+  const config = loadConfigOrExit(process.env, { role: 'worker' });
   const log = createLogger(config.LOG_LEVEL, 'worker');
   const worker = await startWorker(config, requireDatabaseUrl(config.DATABASE_URL, 'worker'), log);
   stopOnSignals(log, config.SHUTDOWN_GRACE_MS, () => worker.stop());

@@ -1,7 +1,9 @@
-// Field schemas shared by the quotation and production order routes (cotacoes.ts, pedidos.ts).
+// Field schemas shared by the quotation, production order and event routes (cotacoes.ts, pedidos.ts, eventos.ts).
 import { z } from 'zod';
 
 export const Id = z.uuid();
+/** The path parameters of a route on one record: /…/{id}. */
+export const PorId = z.object({ id: Id });
 export const DataHora = z.iso.datetime({ offset: true });
 export const Quantidade = z.number().int().min(1).max(99999);
 export const Centavos = z.number().int().min(0).max(100_000_000_000);

@@ -4,15 +4,17 @@
 import { z } from 'zod';
 import { lerCotacao, listarCotacoes, criarCotacao, mudarStatusCotacao, type CotacaoRow } from '../../shared/db/cotacoes.ts';
 import type { Db } from '../../shared/db/pool.ts';
-import { ITEM_COTACAO_TIPOS, STATUS_COTACAO } from '../../shared/domain/cotacoes.ts';
-import { naoEncontrado } from '../../shared/errors.ts';
-import { conditionalHeaders, conditionalReply, etagFor } from '../etag.ts';
+import { ITEM_COTACAO_TIPOS, STATUS_COTACAO, totalConhecido } from '../../shared/domain/cotacoes.ts';
+import { naoEncontrado, totalAcimaDoMaximo, VALOR_MAXIMO_CENTAVOS } from '../../shared/errors.ts';
 import { idempotencyHeaders } from '../idempotency.ts';
 import { etagHeaders, replayHeaders } from '../openapi.ts';
-import { envelope, listCost, listQuery, toPage } from '../lists.ts';
-import { Centavos, DataHora, Id, NomeItem, Quantidade, Texto } from './cotacoes-campos.ts';
+import { Dia, Instante, ReferenciaExterna, referenciasLidas, referenciasNovas } from '../fields.ts';
+import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { Centavos, DataHora, Id, NomeItem, PorId, Quantidade, Texto } from './cotacoes-campos.ts';
 import { exemploCotacao, exemploNovaCotacao } from './exemplos.ts';
-import { defineRoute, oneResource, type Cost } from './types.ts';
+import type { Cost } from '../cost.ts';
+import { defineRoute } from './types.ts';
+import { umRegistro } from './um-registro.ts';
 
 export const ItemCotacao = z.object({
   id: Id,
@@ -26,49 +28,52 @@ export const ItemCotacao = z.object({
 
 export const Cotacao = z.object({
   id: Id,
-  codigo: z.string().regex(/^COT-\d{6,}$/).describe('Sequential per account: COT-000001, COT-000002…'),
+  codigo: z.string().regex(/^COT-\d{6,}$/).describe('Sequencial por conta: COT-000001, COT-000002…'),
   status: z.enum(STATUS_COTACAO),
-  versao: z.number().int().min(1).describe('Rises by one each time the quotation is sent again after a revision.'),
-  cliente_nome: z.string().nullable().describe('null after the customer is anonymized (data-protection law).'),
+  versao: z.number().int().min(1).describe('Sobe um a cada vez que a cotação é reenviada depois de uma revisão.'),
+  cliente_nome: z.string().nullable().describe('null depois que o cliente é anonimizado (LGPD).'),
   canal_id: Id.nullable(),
-  validade: z.iso.date().nullable().describe('Last day the offer holds; a sent quotation past it becomes expirada.'),
+  validade: z.iso.date().nullable().describe('Último dia em que a oferta vale; depois dele, uma cotação enviada passa a expirada.'),
   observacao: z.string().nullable(),
   itens: z.array(ItemCotacao),
-  valor_total_centavos: Centavos.describe('Sum of quantidade × preco_unitario_centavos of the items.'),
-  enviada_em: DataHora.nullable().describe('When it was last sent to the customer.'),
+  valor_total_centavos: Centavos.describe('Soma de quantidade × preco_unitario_centavos dos itens.'),
+  enviada_em: DataHora.nullable().describe('Quando foi enviada ao cliente pela última vez.'),
   criado_em: DataHora,
   atualizado_em: DataHora,
+  ...referenciasLidas,
 });
 
 const apresentar = ({ row_version: _v, ...cotacao }: CotacaoRow) => cotacao;
 const apresentarPagina = ({ cursor_ts: _c, ...row }: CotacaoRow & { cursor_ts: string }) => apresentar(row);
 
+const COTACAO_AUSENTE = 'A cotação não existe nesta conta.';
+
 async function lerOu404(db: Db, contaId: string, id: string): Promise<CotacaoRow> {
   const row = await lerCotacao(db, contaId, id);
-  if (!row) throw naoEncontrado('A cotação não existe nesta conta.');
+  if (!row) throw naoEncontrado(COTACAO_AUSENTE);
   return row;
 }
-
-const PorId = z.object({ id: Id });
 
 const listCotacoes = defineRoute({
   operationId: 'listCotacoes',
   method: 'GET',
   path: '/cotacoes',
   tag: 'Cotações',
-  summary: 'List quotations',
-  description: 'Oldest first. Filters: status, criado_desde, atualizado_desde; two or more cost 3 units.',
+  summary: 'Lista as cotações',
+  description: 'Da mais antiga à mais nova. Filtros: status, criado_desde, atualizado_desde, referencia_externa; dois ou mais custam 3 unidades.',
   scope: 'cotacoes:ler',
   permission: 'cotacoes.ver',
   cost: listCost,
-  query: listQuery.extend({
-    status: z.enum(STATUS_COTACAO).optional().describe('Only quotations in this status.'),
-    criado_desde: DataHora.optional().describe('Only quotations created at or after this instant.'),
-  }).strict(),
-  responses: { 200: { description: 'A page of quotations, oldest first.', schema: envelope(Cotacao), example: { dados: [exemploCotacao], proximo_cursor: null } } },
+  query: listQuery('cotacoes', {
+    status: z.enum(STATUS_COTACAO).optional().describe('Só as cotações neste status.'),
+    criado_desde: Instante.optional().describe('Só as cotações criadas a partir deste instante, inclusive.'),
+    referencia_externa: ReferenciaExterna.optional().describe('Só as cotações com esta referencia_externa (igual, letra a letra).'),
+  }),
+  ...conditionalList,
+  responses: listResponses('Uma página de cotações, da mais antiga à mais nova.', envelope(Cotacao), { dados: [exemploCotacao], proximo_cursor: null }),
   handler: async ({ caller, query, db }) => ({
     status: 200,
-    body: toPage(await listarCotacoes(db, caller.contaId, query), query.limite, apresentarPagina),
+    body: toPage(await listarCotacoes(db, caller.contaId, query), query, apresentarPagina),
   }),
 });
 
@@ -77,28 +82,21 @@ const getCotacao = defineRoute({
   method: 'GET',
   path: '/cotacoes/{id}',
   tag: 'Cotações',
-  summary: 'View one quotation',
+  summary: 'Mostra uma cotação',
   scope: 'cotacoes:ler',
   permission: 'cotacoes.ver',
-  cost: oneResource,
-  params: PorId,
-  headers: conditionalHeaders,
-  responses: {
-    200: { description: 'The quotation.', schema: Cotacao, headers: etagHeaders, example: exemploCotacao },
-    304: { description: 'Not modified since the ETag given; no body, nothing charged in the month.', headers: etagHeaders },
-  },
-  handler: async ({ caller, params, headers, db }) => {
-    const row = await lerOu404(db, caller.contaId, params.id);
-    return conditionalReply(headers['if-none-match'], etagFor(row.id, row.row_version), () => apresentar(row));
-  },
+  ...umRegistro({
+    conditional: { tabela: 'cotacoes' }, descricao: 'A cotação.', schema: Cotacao, exemplo: exemploCotacao,
+    ler: lerCotacao, ausente: COTACAO_AUSENTE, versao: (row) => row.row_version, apresentar: (row) => apresentar(row),
+  }),
 });
 
 const NovoItemCatalogo = z.object({
   tipo: z.literal('catalogo'),
   variacao_id: Id,
   quantidade: Quantidade,
-  preco_unitario_centavos: Centavos.nullish().describe("Omitted: the channel's price tier for the quantity (canal_id needed)."),
-  nome: NomeItem.nullish().describe('Omitted: the product and variation names.'),
+  preco_unitario_centavos: Centavos.nullish().describe('Se omitido: o preço da faixa do canal para a quantidade (exige canal_id).'),
+  nome: NomeItem.nullish().describe('Se omitido: os nomes do produto e da variação.'),
 }).strict();
 
 const NovoItemAvulso = z.object({
@@ -110,10 +108,11 @@ const NovoItemAvulso = z.object({
 
 const NovaCotacao = z.object({
   cliente_nome: z.string().trim().min(1).max(200),
-  canal_id: Id.nullish().describe('Sales channel whose price tiers price the catalog items.'),
-  validade: z.iso.date().nullish().describe("Today or later, in the account's time zone."),
+  canal_id: Id.nullish().describe('Canal de venda cujas faixas de preço dão o preço dos itens do catálogo.'),
+  validade: Dia.nullish().describe('Hoje ou depois, no fuso horário da conta.'),
   observacao: Texto.nullish(),
   itens: z.array(z.discriminatedUnion('tipo', [NovoItemCatalogo, NovoItemAvulso])).min(1).max(100),
+  ...referenciasNovas,
 }).strict();
 
 const escrita = (units: number) => (): Cost => ({ units, classe: 'write' });
@@ -123,28 +122,32 @@ const createCotacao = defineRoute({
   method: 'POST',
   path: '/cotacoes',
   tag: 'Cotações',
-  summary: 'Create a quotation as a draft',
-  description: 'Created as rascunho with the next codigo of the account. A catalog item without '
-    + "preco_unitario_centavos is priced from the channel's tier for its quantity; none gives 422 "
-    + 'preco_indisponivel. Idempotency-Key is optional. Costs 5 units.',
+  summary: 'Cria uma cotação como rascunho',
+  description: 'Criada como rascunho, com o próximo codigo da conta. Um item do catálogo sem '
+    + 'preco_unitario_centavos recebe o preço da faixa do canal para a sua quantidade; sem faixa, 422 '
+    + 'preco_indisponivel. Aceita referencia_externa e metadados, devolvidos em toda leitura da cotação e levados nos '
+    + 'eventos dela. Exige Idempotency-Key. Custa 5 unidades.',
   scope: 'cotacoes:escrever',
   permission: 'cotacoes.editar',
   cost: escrita(5),
-  headers: idempotencyHeaders(false),
-  idempotency: 'optional',
+  headers: idempotencyHeaders(true),
+  idempotency: 'required',
   body: NovaCotacao,
   refusals: [422],
   bodyExample: exemploNovaCotacao,
   responses: {
-    201: { description: 'The quotation created.', schema: Cotacao, headers: replayHeaders, example: { ...exemploCotacao, status: 'rascunho', versao: 1, enviada_em: null, observacao: null } },
+    201: { description: 'A cotação criada.', schema: Cotacao, headers: replayHeaders, example: { ...exemploCotacao, status: 'rascunho', versao: 1, enviada_em: null, observacao: null } },
   },
   replay: async ({ caller, db }, id) => apresentar(await lerOu404(db, caller.contaId, id)),
   handler: async ({ caller, body, db }) => {
+    if (totalConhecido(body.itens) > VALOR_MAXIMO_CENTAVOS) throw totalAcimaDoMaximo();
     const id = await criarCotacao(db, caller.contaId, {
       clienteNome: body.cliente_nome,
       canalId: body.canal_id,
       validade: body.validade,
       observacao: body.observacao,
+      referenciaExterna: body.referencia_externa,
+      metadados: body.metadados,
       itens: body.itens.map((item) => item.tipo === 'catalogo'
         ? { tipo: 'catalogo', variacaoId: item.variacao_id, quantidade: item.quantidade, precoUnitarioCentavos: item.preco_unitario_centavos ?? undefined, nome: item.nome ?? undefined }
         : { tipo: 'avulso', nome: item.nome, quantidade: item.quantidade, precoUnitarioCentavos: item.preco_unitario_centavos }),
@@ -158,22 +161,22 @@ const changeCotacaoStatus = defineRoute({
   method: 'POST',
   path: '/cotacoes/{id}/status',
   tag: 'Cotações',
-  summary: 'Change the quotation status',
-  description: 'Allowed: rascunho → enviada | cancelada; enviada → aprovada | recusada | rascunho (a revision: '
-    + 'versao rises when sent again); recusada → rascunho. Anything else, expirada included (only the daily '
-    + 'routine expires), is 422 with motivo transicao_invalida. Concurrent changes of one quotation are applied '
-    + 'one after the other. Idempotency-Key is optional. Costs 2 units.',
+  summary: 'Muda o status de uma cotação',
+  description: 'Permitido: rascunho → enviada | cancelada; enviada → aprovada | recusada | rascunho (uma revisão: '
+    + 'versao sobe quando ela é reenviada); recusada → rascunho. Qualquer outra mudança, inclusive para expirada (só '
+    + 'a rotina diária expira cotações), é 422 com motivo transicao_invalida. Mudanças simultâneas de uma mesma '
+    + 'cotação são aplicadas uma depois da outra. Exige Idempotency-Key. Custa 2 unidades.',
   scope: 'cotacoes:escrever',
   permission: 'cotacoes.editar',
   cost: escrita(2),
   params: PorId,
-  headers: idempotencyHeaders(false),
-  idempotency: 'optional',
+  headers: idempotencyHeaders(true),
+  idempotency: 'required',
   body: z.object({ status: z.enum(STATUS_COTACAO) }).strict(),
   refusals: [422],
   bodyExample: { status: 'aprovada' },
   responses: {
-    200: { description: 'The quotation in its new status.', schema: Cotacao, headers: replayHeaders, example: { ...exemploCotacao, status: 'aprovada' } },
+    200: { description: 'A cotação no novo status.', schema: Cotacao, headers: replayHeaders, example: { ...exemploCotacao, status: 'aprovada' } },
   },
   replay: async ({ caller, db }, id) => apresentar(await lerOu404(db, caller.contaId, id)),
   handler: async ({ caller, params, body, db }) => {

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { listarSaldos, TIPOS_LOCAL, type SaldoRow } from '../../shared/db/estoque.ts';
 import { listarInsumos, TIPOS_INSUMO, UNIDADES, type InsumoRow } from '../../shared/db/insumos.ts';
-import { envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from '../lists.ts';
 import { exemploSaldo, exemploSaldoInsumo } from './exemplos.ts';
 import { defineRoute } from './types.ts';
 
@@ -13,25 +13,25 @@ export const Saldo = z.object({
   id: z.uuid(),
   variacao_id: z.uuid(),
   produto_id: z.uuid(),
-  parte_id: z.uuid().nullable().describe('null: the balance of the whole variation.'),
+  parte_id: z.uuid().nullable().describe('null: o saldo da variação inteira.'),
   local_id: z.uuid(),
-  local_tipo: z.enum(TIPOS_LOCAL).describe('proprio (moved by POST /estoque/movimentos) or consignado (read only).'),
+  local_tipo: z.enum(TIPOS_LOCAL).describe('proprio (movimentado por POST /estoque/movimentos) ou consignado (somente leitura).'),
   saldo: z.number().int().min(0),
   criado_em: dataHora,
   atualizado_em: dataHora,
 }).strict();
 
 export const SaldoInsumo = z.object({
-  id: z.uuid().describe('The supply id (insumo.id).'),
+  id: z.uuid().describe('O id do insumo (insumo.id).'),
   insumo: z.object({
     tipo: z.enum(TIPOS_INSUMO),
-    id: z.uuid().describe('For material_cor, the color id of GET /insumos/materiais.'),
+    id: z.uuid().describe('Em material_cor, o id da cor em GET /insumos/materiais.'),
   }).strict(),
   nome: z.string(),
   unidade: z.enum(UNIDADES),
   saldo: z.number().int().min(0),
   minimo: z.number().int().min(0),
-  abaixo_do_minimo: z.boolean().describe('saldo < minimo.'),
+  abaixo_do_minimo: z.boolean().describe('`saldo < minimo`.'),
   criado_em: dataHora,
   atualizado_em: dataHora,
 }).strict();
@@ -54,19 +54,20 @@ export const listEstoque = defineRoute({
   method: 'GET',
   path: '/estoque',
   tag: 'Estoque',
-  summary: 'List finished-part balances',
+  summary: 'Lista os saldos de peças prontas',
   scope: 'estoque:ler',
   permission: 'estoque_produtos.ver',
   cost: listCost,
-  query: listQuery.extend({
+  query: listQuery('estoque', {
     variacao_id: z.uuid().optional(),
     produto_id: z.uuid().optional(),
     local_id: z.uuid().optional(),
-  }).strict(),
-  responses: { 200: { description: 'A page of balances, oldest first.', schema: envelope(Saldo), example: { dados: [exemploSaldo], proximo_cursor: null } } },
+  }),
+  ...conditionalList,
+  responses: listResponses('Uma página de saldos, do mais antigo ao mais novo.', envelope(Saldo), { dados: [exemploSaldo], proximo_cursor: null }),
   handler: async ({ caller, query, db }) => ({
     status: 200,
-    body: toPage(await listarSaldos(db, caller.contaId, query), query.limite, presentSaldo),
+    body: toPage(await listarSaldos(db, caller.contaId, query), query, presentSaldo),
   }),
 });
 
@@ -75,18 +76,19 @@ export const listEstoqueInsumos = defineRoute({
   method: 'GET',
   path: '/estoque-insumos',
   tag: 'Estoque',
-  summary: 'List supply balances',
+  summary: 'Lista os saldos de insumos',
   scope: 'estoque:ler',
   permission: 'estoque_insumos.ver',
   cost: listCost,
-  query: listQuery.extend({
+  query: listQuery('estoque-insumos', {
     abaixo_do_minimo: z.enum(['true', 'false']).transform((v) => v === 'true').optional()
-      .describe('true: only supplies below their minimum; false: only those at or above it.'),
+      .describe('true: só os insumos abaixo do mínimo; false: só os que estão no mínimo ou acima dele.'),
     tipo: z.enum(TIPOS_INSUMO).optional(),
-  }).strict(),
-  responses: { 200: { description: 'A page of supply balances, oldest first.', schema: envelope(SaldoInsumo), example: { dados: [exemploSaldoInsumo], proximo_cursor: null } } },
+  }),
+  ...conditionalList,
+  responses: listResponses('Uma página de saldos de insumos, do mais antigo ao mais novo.', envelope(SaldoInsumo), { dados: [exemploSaldoInsumo], proximo_cursor: null }),
   handler: async ({ caller, query, db }) => ({
     status: 200,
-    body: toPage(await listarInsumos(db, caller.contaId, query), query.limite, presentInsumo),
+    body: toPage(await listarInsumos(db, caller.contaId, query), query, presentInsumo),
   }),
 });

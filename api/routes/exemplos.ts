@@ -23,6 +23,8 @@ export const exemploCotacao = {
   enviada_em: '2026-11-20T16:42:11.000Z',
   criado_em: '2026-11-18T13:05:00.000Z',
   atualizado_em: '2026-11-20T16:42:11.000Z',
+  referencia_externa: 'ERP-ORC-5531',
+  metadados: { vendedor: 'Ana', origem: 'feira' },
 };
 
 export const exemploNovaCotacao = {
@@ -33,6 +35,8 @@ export const exemploNovaCotacao = {
     { tipo: 'catalogo', variacao_id: VARIACAO_VASO_M, quantidade: 12 },
     { tipo: 'avulso', nome: 'Peça sob medida (modelo do cliente)', quantidade: 1, preco_unitario_centavos: 12000 },
   ],
+  referencia_externa: 'ERP-ORC-5531',
+  metadados: { vendedor: 'Ana', origem: 'feira' },
 };
 
 export const exemploPedido = {
@@ -53,12 +57,15 @@ export const exemploPedido = {
   atualizado_em: '2026-11-22T17:48:30.000Z',
   finalizado_em: null,
   valor_centavos: 75720,
+  referencia_externa: 'ERP-OP-8812',
+  metadados: {},
 };
 
 export const exemploNovoPedido = {
   tipo: 'estoque',
   prazo: '2026-12-05',
   itens: [{ tipo: 'catalogo', variacao_id: VARIACAO_VASO_M, quantidade: 20 }],
+  referencia_externa: 'ERP-REP-0042',
 };
 
 export const exemplos = { CONTA, CANAL_LOJA, PRODUTO_VASO, VARIACAO_VASO_M };
@@ -125,7 +132,10 @@ export const exemploSaldoInsumo = {
   atualizado_em: '2026-11-22T09:30:00.000Z',
 };
 
-export const exemploNovoMovimento = { tipo: 'saida', variacao_id: VARIACAO_VASO_M, quantidade: 2, motivo: 'venda_loja', observacao: 'Pedido 4471 da loja' };
+export const exemploNovoMovimento = {
+  tipo: 'saida', variacao_id: VARIACAO_VASO_M, quantidade: 2, motivo: 'venda_marketplace', observacao: 'Pedido 4471 do marketplace',
+  referencia_externa: 'MKT-2000004471', metadados: { canal: 'marketplace', loja: 'Loja Prisma 3D' },
+};
 
 export const exemploMovimento = {
   id: '3a5c7e9a-1c3e-4a5c-9e7a-1c3e5a7c9e08',
@@ -135,8 +145,28 @@ export const exemploMovimento = {
   quantidade: 2,
   saldo_antes: 14,
   saldo_depois: 12,
-  motivo: 'venda_loja',
+  motivo: 'venda_marketplace',
   criado_em: '2026-11-23T14:02:17.000Z',
+  referencia_externa: 'MKT-2000004471',
+  metadados: { canal: 'marketplace', loja: 'Loja Prisma 3D' },
+};
+
+// One marketplace order of two SKUs, posted together.
+export const exemploNovoLote = {
+  movimentos: [
+    { tipo: 'saida', sku: 'VASO-GEO-M', quantidade: 2, motivo: 'venda_marketplace', referencia_externa: 'MKT-2000004480' },
+    { tipo: 'saida', sku: 'LUMINARIA-LUA-P', quantidade: 1, motivo: 'venda_marketplace', referencia_externa: 'MKT-2000004480' },
+  ],
+};
+
+export const exemploLoteDeMovimentos = {
+  movimentos: [
+    { ...exemploMovimento, id: '4b6d8f0b-2d4f-4b6d-8f0b-2d4f6b8d0f19', saldo_antes: 12, saldo_depois: 10, criado_em: '2026-11-23T15:30:02.118Z', referencia_externa: 'MKT-2000004480', metadados: {} },
+    {
+      ...exemploMovimento, id: '5c7e9a1c-3e5a-4c7e-9a1c-3e5a7c9e1b2a', variacao_id: 'd9a5b3c4-7e6f-4a8b-8c1d-2e3f4a5b6c7d', quantidade: 1,
+      saldo_antes: 6, saldo_depois: 5, criado_em: '2026-11-23T15:30:02.121Z', referencia_externa: 'MKT-2000004480', metadados: {},
+    },
+  ],
 };
 
 const { valor_centavos: _valor, ...pedidoSemValor } = exemploPedido;
@@ -153,4 +183,38 @@ export const exemploPedidoEstoque = {
   situacao: 'aberto',
   pagamento_situacao: null,
   itens: [{ ...exemploPedido.itens[0], id: '2c4e6a8c-0e2a-4c4e-9a6c-8e0a2c4e6a57', tipo: 'catalogo', quantidade: 20, etapa: null }],
+  referencia_externa: 'ERP-REP-0042',
+};
+
+const ENDPOINT_ERP = '9a1c3e5f-7b9d-4f1a-8c3e-5f7b9d1f3a62';
+
+export const exemploEvento = {
+  id: '1f3a5c7e-9b1d-4e3f-8a5c-7e9b1d3f5a73',
+  tipo: 'cotacao.aprovada',
+  versao: 'v1',
+  criado_em: '2026-11-21T10:15:42.318Z',
+  conta_id: CONTA,
+  dados: { objeto: 'cotacao', id: exemploCotacao.id, codigo: exemploCotacao.codigo },
+  url: `https://api.printfarm.example/v1/cotacoes/${exemploCotacao.id}`,
+};
+
+export const exemploTentativa = {
+  entrega_id: '2a4c6e8a-0c2e-4a4c-9e6a-8c0e2a4c6e84',
+  endpoint_id: ENDPOINT_ERP,
+  endpoint_descricao: 'ERP da loja',
+  tentativa: 2,
+  iniciada_em: '2026-11-21T10:15:48.902Z',
+  duracao_ms: 184,
+  sucesso: true,
+  status_http: 200,
+  erro: null,
+  resposta: '{"recebido":true}',
+};
+
+export const exemploReenvio = {
+  evento_id: exemploEvento.id,
+  entregas: [
+    { id: exemploTentativa.entrega_id, endpoint_id: ENDPOINT_ERP, endpoint_descricao: 'ERP da loja', situacao: 'pendente', proxima_tentativa_em: '2026-11-23T14:05:09.112Z' },
+  ],
+  entregas_por_hora: { limite: 1000, usadas: 37 },
 };

@@ -2,7 +2,8 @@
 import { listCanais } from './canais.ts';
 import { rotasDeCotacoes } from './cotacoes.ts';
 import { listEstoque, listEstoqueInsumos } from './estoque.ts';
-import { postMovimento } from './estoque-movimentos.ts';
+import { rotasDeEventos } from './eventos.ts';
+import { getMovimento, listMovimentos, postLoteDeMovimentos, postMovimento } from './estoque-movimentos.ts';
 import { listMateriais } from './materiais.ts';
 import { rotasDePedidos } from './pedidos.ts';
 import { getProduto, listProdutos } from './produtos.ts';
@@ -16,8 +17,12 @@ export const routes: readonly AnyRoute[] = [
   getProduto,
   listMateriais,
   listEstoque,
+  listMovimentos,
   postMovimento,
+  postLoteDeMovimentos,
+  getMovimento,
   listEstoqueInsumos,
   ...rotasDeCotacoes,
   ...rotasDePedidos,
+  ...rotasDeEventos,
 ];

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { listarMateriais, TIPOS_MATERIAL, type MaterialRow } from '../../shared/db/materiais.ts';
 import { PERMISSAO_CUSTOS } from '../../shared/domain/acesso.ts';
-import { envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from '../lists.ts';
 import { exemploMaterial } from './exemplos.ts';
 import { defineRoute } from './types.ts';
 
@@ -12,15 +12,15 @@ export const Material = z.object({
   nome: z.string(),
   tipo: z.enum(TIPOS_MATERIAL),
   cores: z.array(z.object({
-    id: z.uuid().describe('The material_cor id: insumo.id of its supply balance in /estoque-insumos.'),
+    id: z.uuid().describe('O id da material_cor: o insumo.id do seu saldo em /estoque-insumos.'),
     nome: z.string(),
     hex: z.string().regex(/^#[0-9A-Fa-f]{6}$/),
     ativa: z.boolean(),
   }).strict()),
   custo_por_kg_centavos: z.number().int().min(0).optional()
-    .describe('Cost data: present only when the key\'s creator holds custos.ver.'),
+    .describe('Dado de custo: só aparece quando quem criou a chave tem a permissão custos.ver.'),
   criado_em: z.iso.datetime({ offset: true }),
-  atualizado_em: z.iso.datetime({ offset: true }).describe('Moves when the material or one of its colors changes.'),
+  atualizado_em: z.iso.datetime({ offset: true }).describe('Muda sempre que o material ou uma de suas cores é alterada.'),
 }).strict();
 
 export const listMateriais = defineRoute({
@@ -28,16 +28,17 @@ export const listMateriais = defineRoute({
   method: 'GET',
   path: '/insumos/materiais',
   tag: 'Catálogo',
-  summary: 'List materials and colors',
+  summary: 'Lista os materiais e suas cores',
   scope: 'catalogo:ler',
   permission: 'produtos.ver',
   cost: listCost,
-  query: listQuery,
-  responses: { 200: { description: 'A page of materials, oldest first.', schema: envelope(Material), example: { dados: [exemploMaterial], proximo_cursor: null } } },
+  query: listQuery('insumos-materiais'),
+  ...conditionalList,
+  responses: listResponses('Uma página de materiais, do mais antigo ao mais novo.', envelope(Material), { dados: [exemploMaterial], proximo_cursor: null }),
   handler: async ({ caller, query, db }) => {
     const custos = caller.permissoes.includes(PERMISSAO_CUSTOS);
     const present = ({ cursor_ts: _c, custo_por_kg_centavos, ...material }: MaterialRow) =>
       custos ? { ...material, custo_por_kg_centavos } : material;
-    return { status: 200, body: toPage(await listarMateriais(db, caller.contaId, query), query.limite, present) };
+    return { status: 200, body: toPage(await listarMateriais(db, caller.contaId, query), query, present) };
   },
 });

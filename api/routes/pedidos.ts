@@ -15,13 +15,15 @@ import {
   SITUACOES_PEDIDO,
 } from '../../shared/domain/producao.ts';
 import { escopoInsuficiente, naoEncontrado } from '../../shared/errors.ts';
-import { conditionalHeaders, conditionalReply, etagFor } from '../etag.ts';
 import { idempotencyHeaders } from '../idempotency.ts';
 import { etagHeaders, replayHeaders } from '../openapi.ts';
-import { envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { Dia, ReferenciaExterna, referenciasLidas, referenciasNovas } from '../fields.ts';
+import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from '../lists.ts';
 import { Centavos, DataHora, Id, NomeItem, Quantidade } from './cotacoes-campos.ts';
 import { exemploNovoPedido, exemploPedido, exemploPedidoEstoque } from './exemplos.ts';
-import { defineRoute, oneResource, type Caller } from './types.ts';
+import type { Caller } from '../caller.ts';
+import { defineRoute } from './types.ts';
+import { umRegistro } from './um-registro.ts';
 
 export const ItemPedido = z.object({
   id: Id,
@@ -31,26 +33,27 @@ export const ItemPedido = z.object({
   nome: z.string(),
   quantidade: Quantidade,
   situacao: z.enum(ITEM_PEDIDO_SITUACOES),
-  etapa: z.string().nullable().describe("Name of the item's current stage; null before the first."),
+  etapa: z.string().nullable().describe('Nome da etapa atual do item; null antes da primeira.'),
 });
 
 export const Pedido = z.object({
   id: Id,
-  codigo: z.string().regex(/^OP-\d{6,}$/).describe('Sequential per account: OP-000001, OP-000002…'),
+  codigo: z.string().regex(/^OP-\d{6,}$/).describe('Sequencial por conta: OP-000001, OP-000002…'),
   tipo: z.enum(PEDIDO_TIPOS),
   origem: z.enum(PEDIDO_ORIGENS),
   cotacao_id: Id.nullable(),
-  cliente_nome: z.string().nullable().describe('null for stock orders and after anonymization under the data-protection law.'),
+  cliente_nome: z.string().nullable().describe('null em pedidos de estoque e depois da anonimização pela LGPD.'),
   prazo: z.iso.date().nullable(),
   prioridade: z.enum(PRIORIDADES),
   situacao: z.enum(SITUACOES_PEDIDO),
-  pagamento_situacao: z.enum(PAGAMENTO_SITUACOES).nullable().describe('null for stock orders.'),
+  pagamento_situacao: z.enum(PAGAMENTO_SITUACOES).nullable().describe('null em pedidos de estoque.'),
   itens: z.array(ItemPedido),
   criado_em: DataHora,
   atualizado_em: DataHora,
   finalizado_em: DataHora.nullable(),
   valor_centavos: Centavos.optional().describe(
-    "Cost data: present only on customer orders with a value, and only when the key's creator holds custos.ver."),
+    'Dado de custo: só aparece em pedidos de cliente com valor, e só quando quem criou a chave tem a permissão custos.ver.'),
+  ...referenciasLidas,
 });
 
 const verCustos = (caller: Caller) => caller.permissoes.includes(PERMISSAO_CUSTOS);
@@ -59,9 +62,11 @@ function apresentar({ row_version: _v, valor_centavos, ...pedido }: PedidoRow, c
   return pedido.tipo === 'cliente' && custos && valor_centavos !== null ? { ...pedido, valor_centavos } : pedido;
 }
 
+const PEDIDO_AUSENTE = 'O pedido de produção não existe nesta conta.';
+
 async function lerOu404(db: Db, contaId: string, id: string): Promise<PedidoRow> {
   const row = await lerPedido(db, contaId, id);
-  if (!row) throw naoEncontrado('O pedido de produção não existe nesta conta.');
+  if (!row) throw naoEncontrado(PEDIDO_AUSENTE);
   return row;
 }
 
@@ -70,57 +75,55 @@ const listPedidos = defineRoute({
   method: 'GET',
   path: '/pedidos-producao',
   tag: 'Produção',
-  summary: 'List production orders',
-  description: 'Oldest first. Filters: situacao, tipo, prioridade, cotacao_id, atualizado_desde; two or more cost 3 units.',
+  summary: 'Lista os pedidos de produção',
+  description: 'Do mais antigo ao mais novo. Filtros: situacao, tipo, prioridade, cotacao_id, atualizado_desde, referencia_externa; dois ou mais custam 3 unidades.',
   scope: 'pedidos:ler',
   permission: 'producao.ver',
   cost: listCost,
-  query: listQuery.extend({
+  query: listQuery('pedidos-producao', {
     situacao: z.enum(SITUACOES_PEDIDO).optional(),
     tipo: z.enum(PEDIDO_TIPOS).optional(),
     prioridade: z.enum(PRIORIDADES).optional(),
-    cotacao_id: Id.optional().describe('Only orders made from this quotation.'),
-  }).strict(),
-  responses: { 200: { description: 'A page of production orders, oldest first.', schema: envelope(Pedido), example: { dados: [exemploPedido], proximo_cursor: null } } },
+    cotacao_id: Id.optional().describe('Só os pedidos feitos a partir desta cotação.'),
+    referencia_externa: ReferenciaExterna.optional().describe('Só os pedidos com esta referencia_externa (igual, letra a letra).'),
+  }),
+  ...conditionalList,
+  responses: listResponses('Uma página de pedidos de produção, do mais antigo ao mais novo.', envelope(Pedido), { dados: [exemploPedido], proximo_cursor: null }),
   handler: async ({ caller, query, db }) => {
     const custos = verCustos(caller);
     const rows = await listarPedidos(db, caller.contaId, query);
-    return { status: 200, body: toPage(rows, query.limite, ({ cursor_ts: _c, ...row }) => apresentar(row, custos)) };
+    return { status: 200, body: toPage(rows, query, ({ cursor_ts: _c, ...row }) => apresentar(row, custos)) };
   },
 });
+
+// An order reads differently with and without cost data (custos.ver): one ETag variant each.
+const VARIANTES = ['custos', 'sem-custos'] as const;
 
 const getPedido = defineRoute({
   operationId: 'getPedidoProducao',
   method: 'GET',
   path: '/pedidos-producao/{id}',
   tag: 'Produção',
-  summary: 'View one production order',
-  description: 'Strong ETag; If-None-Match (at most 100 characters) answers 304 without a body when nothing '
-    + 'changed, costing 1 in the burst and nothing in the month.',
+  summary: 'Mostra um pedido de produção',
+  description: 'ETag forte; com If-None-Match (até 100 caracteres), responde 304 sem corpo quando nada mudou, '
+    + 'ao custo de 1 na rajada e nada no mês.',
   scope: 'pedidos:ler',
   permission: 'producao.ver',
-  cost: oneResource,
-  params: z.object({ id: Id }),
-  headers: conditionalHeaders,
-  responses: {
-    200: { description: 'The production order.', schema: Pedido, headers: etagHeaders, example: exemploPedido },
-    304: { description: 'Not modified since the ETag given; no body, nothing charged in the month.', headers: etagHeaders },
-  },
-  handler: async ({ caller, params, headers, db }) => {
-    const row = await lerOu404(db, caller.contaId, params.id);
-    const custos = verCustos(caller);
+  ...umRegistro({
+    conditional: { tabela: 'pedidos_producao', variantes: VARIANTES }, descricao: 'O pedido de produção.', schema: Pedido, exemplo: exemploPedido,
+    ler: lerPedido, ausente: PEDIDO_AUSENTE, versao: (row) => row.row_version,
     // Callers with and without custos.ver see different bodies: the tag tells them apart.
-    const etag = etagFor(row.id, row.row_version, custos ? 'custos' : 'sem-custos');
-    return conditionalReply(headers['if-none-match'], etag, () => apresentar(row, custos));
-  },
+    variante: (caller) => VARIANTES[verCustos(caller) ? 0 : 1],
+    apresentar: (row, caller) => apresentar(row, verCustos(caller)),
+  }),
 });
 
 const NovoItemPedido = z.discriminatedUnion('tipo', [
   z.object({ tipo: z.literal('catalogo'), variacao_id: Id, quantidade: Quantidade, nome: NomeItem.nullish() }).strict(),
   z.object({
     tipo: z.literal('cotacao'),
-    cotacao_item_id: Id.describe('An item of the quotation named by cotacao_id.'),
-    quantidade: Quantidade.nullish().describe("Omitted: the quotation item's quantity."),
+    cotacao_item_id: Id.describe('Um item da cotação indicada em cotacao_id.'),
+    quantidade: Quantidade.nullish().describe('Se omitida: a quantidade do item da cotação.'),
   }).strict(),
   z.object({ tipo: z.literal('avulso'), nome: NomeItem, quantidade: Quantidade }).strict(),
 ]);
@@ -129,13 +132,14 @@ const SO_CLIENTE = ['cotacao_id', 'cliente_nome', 'pagamento_situacao', 'valor_c
 
 const NovoPedido = z.object({
   tipo: z.enum(PEDIDO_TIPOS),
-  cotacao_id: Id.nullish().describe('An approved quotation of the account (customer orders only).'),
-  cliente_nome: z.string().trim().min(1).max(200).nullish().describe("Customer orders; omitted: the quotation's."),
-  prazo: z.iso.date().nullish(),
-  prioridade: z.enum(PRIORIDADES).nullish().describe('Omitted: normal.'),
-  pagamento_situacao: z.enum(PAGAMENTO_SITUACOES).nullish().describe('Customer orders; omitted: nao_pago.'),
-  valor_centavos: Centavos.nullish().describe("Customer orders; cost data: needs custos.ver. Omitted: the quotation's total."),
-  itens: z.array(NovoItemPedido).min(1).max(100).optional().describe("Omitted with cotacao_id: every item of the quotation."),
+  cotacao_id: Id.nullish().describe('Uma cotação aprovada da conta (só em pedidos de cliente).'),
+  cliente_nome: z.string().trim().min(1).max(200).nullish().describe('Pedidos de cliente; se omitido: o da cotação.'),
+  prazo: Dia.nullish(),
+  prioridade: z.enum(PRIORIDADES).nullish().describe('Se omitida: normal.'),
+  pagamento_situacao: z.enum(PAGAMENTO_SITUACOES).nullish().describe('Pedidos de cliente; se omitida: nao_pago.'),
+  valor_centavos: Centavos.nullish().describe('Pedidos de cliente; dado de custo: exige custos.ver. Se omitido: o total da cotação.'),
+  itens: z.array(NovoItemPedido).min(1).max(100).optional().describe('Se omitido com cotacao_id: todos os itens da cotação.'),
+  ...referenciasNovas,
 }).strict().superRefine((b, ctx) => {
   if (b.tipo === 'estoque') {
     for (const campo of SO_CLIENTE) if (b[campo] != null) ctx.addIssue({ code: 'custom', path: [campo], message: 'só em pedidos do tipo cliente' });
@@ -154,21 +158,22 @@ const createPedido = defineRoute({
   method: 'POST',
   path: '/pedidos-producao',
   tag: 'Produção',
-  summary: 'Create a production order',
-  description: 'Created aberto with origem api and the next codigo of the account. A referenced quotation must be '
-    + 'aprovada (422 cotacao_nao_aprovada); any record of another account or unknown is 422 referencia_invalida. '
-    + 'Idempotency-Key is optional. Costs 5 units.',
+  summary: 'Cria um pedido de produção',
+  description: 'Criado como aberto, com origem api e o próximo codigo da conta. Uma cotação referenciada precisa estar '
+    + 'aprovada (422 cotacao_nao_aprovada); um registro de outra conta ou desconhecido é 422 referencia_invalida. '
+    + 'Aceita referencia_externa e metadados, devolvidos em toda leitura do pedido e levados nos eventos dele. '
+    + 'Exige Idempotency-Key. Custa 5 unidades.',
   scope: 'pedidos:escrever',
   permission: 'producao.editar',
   cost: () => ({ units: 5, classe: 'write' }),
-  headers: idempotencyHeaders(false),
-  idempotency: 'optional',
+  headers: idempotencyHeaders(true),
+  idempotency: 'required',
   body: NovoPedido,
   refusals: [422],
   bodyExample: exemploNovoPedido,
   responses: {
     201: {
-      description: 'The production order created.',
+      description: 'O pedido de produção criado.',
       schema: Pedido,
       headers: replayHeaders,
       example: exemploPedidoEstoque,
@@ -188,6 +193,8 @@ const createPedido = defineRoute({
       prioridade: body.prioridade ?? undefined,
       pagamentoSituacao: body.pagamento_situacao,
       valorCentavos: body.valor_centavos,
+      referenciaExterna: body.referencia_externa,
+      metadados: body.metadados,
       itens: body.itens?.map((item) => {
         if (item.tipo === 'catalogo') return { tipo: 'catalogo', variacaoId: item.variacao_id, quantidade: item.quantidade, nome: item.nome ?? undefined };
         if (item.tipo === 'cotacao') return { tipo: 'cotacao', cotacaoItemId: item.cotacao_item_id, quantidade: item.quantidade ?? undefined };

@@ -5,16 +5,18 @@ import { z } from 'zod';
 import { listarProdutos, lerProduto, type ProdutoRow } from '../../shared/db/produtos.ts';
 import { naoEncontrado } from '../../shared/errors.ts';
 import { conditionalHeaders, conditionalReply, etagFor } from '../etag.ts';
-import { envelope, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery, toPage } from '../lists.ts';
+import { conditionalList, listResponses, envelope, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery, toPage } from '../lists.ts';
 import { etagHeaders } from '../openapi.ts';
 import { exemploProduto } from './exemplos.ts';
-import { defineRoute, oneResource, type Cost } from './types.ts';
+import type { Cost } from '../cost.ts';
+import { defineRoute } from './types.ts';
+import { umRegistro } from './um-registro.ts';
 
 const dataHora = z.iso.datetime({ offset: true });
 
 export const Produto = z.object({
   id: z.uuid(),
-  sku: z.string().describe('Unique per account.'),
+  sku: z.string().describe('Único na conta.'),
   nome: z.string(),
   descricao: z.string().nullable(),
   ativo: z.boolean(),
@@ -23,31 +25,31 @@ export const Produto = z.object({
     sku: z.string(),
     nome: z.string(),
     ativa: z.boolean(),
-    quantidade_minima: z.number().int().min(1).describe('Stock movements of this variation move at least this many units.'),
-    multiplo: z.number().int().min(1).describe('Stock movements of this variation move a multiple of this.'),
+    quantidade_minima: z.number().int().min(1).describe('Os movimentos de estoque desta variação movem no mínimo esta quantidade.'),
+    multiplo: z.number().int().min(1).describe('Os movimentos de estoque desta variação movem múltiplos deste número.'),
     partes: z.array(z.object({ id: z.uuid(), nome: z.string(), quantidade: z.number().int().min(1) }).strict())
-      .describe('Parts printed separately; stock may be kept per part.'),
+      .describe('Partes impressas separadamente; o estoque pode ser controlado por parte.'),
     precos: z.array(z.object({
       canal_id: z.uuid(),
       faixas: z.array(z.object({
-        a_partir_de: z.number().int().min(1).describe('From this quantity on…'),
-        preco_centavos: z.number().int().min(0).describe('…each unit costs this.'),
+        a_partir_de: z.number().int().min(1).describe('A partir desta quantidade…'),
+        preco_centavos: z.number().int().min(0).describe('…cada unidade custa este valor.'),
       }).strict()).min(1),
-    }).strict()).describe('Price tiers per sales channel; a channel without tiers does not sell the variation.'),
+    }).strict()).describe('Faixas de preço por canal de venda; um canal sem faixas não vende a variação.'),
   }).strict()),
   criado_em: dataHora,
-  atualizado_em: dataHora.describe('Moves when the product, a variation, a part or a price tier changes.'),
+  atualizado_em: dataHora.describe('Muda sempre que o produto, uma variação, uma parte ou uma faixa de preço é alterada.'),
 }).strict();
 
 const booleano = z.enum(['true', 'false']).transform((v) => v === 'true');
 
-const query = listQuery.extend({
+const query = listQuery('produtos', {
   ordem: z.enum(['criado_em', 'atualizado_em']).default('criado_em')
-    .describe('criado_em (default) or atualizado_em: with atualizado_desde, fetches only what changed.'),
-  sku: z.string().min(1).max(64).optional().describe('The sku of the product or of one of its variations.'),
+    .describe('criado_em (padrão) ou atualizado_em: com atualizado_desde, traz só o que mudou.'),
+  sku: z.string().min(1).max(64).optional().describe('O sku do produto ou de uma de suas variações.'),
   ativo: booleano.optional(),
-  canal_id: z.uuid().optional().describe('Only products with a price tier on this channel.'),
-}).strict();
+  canal_id: z.uuid().optional().describe('Só os produtos com faixa de preço neste canal.'),
+});
 
 const present = ({ cursor_ts: _c, row_version: _v, ...produto }: ProdutoRow) => produto;
 
@@ -66,16 +68,17 @@ export const listProdutos = defineRoute({
   method: 'GET',
   path: '/produtos',
   tag: 'Catálogo',
-  summary: 'List products with prices per channel',
-  description: 'Costs 1 unit plus 1 for every 25 products returned (limite is charged first, the difference given back).',
+  summary: 'Lista os produtos com os preços por canal',
+  description: 'Custa 1 unidade, mais 1 a cada 25 produtos retornados (cobra-se pelo limite pedido e a diferença é devolvida).',
   scope: 'catalogo:ler',
   permission: 'produtos.ver',
   cost: custoProdutos,
   query,
-  responses: { 200: { description: 'A page of products.', schema: envelope(Produto), example: { dados: [exemploProduto], proximo_cursor: null } } },
+  ...conditionalList,
+  responses: listResponses('Uma página de produtos.', envelope(Produto), { dados: [exemploProduto], proximo_cursor: null }),
   handler: async ({ caller, query, db }) => {
     const rows = await listarProdutos(db, caller.contaId, query);
-    const page = toPage(rows, query.limite, present);
+    const page = toPage(rows, query, present);
     return { status: 200, body: page, billing: { units: unidadesProdutos(page.dados.length) } };
   },
 });
@@ -85,19 +88,11 @@ export const getProduto = defineRoute({
   method: 'GET',
   path: '/produtos/{id}',
   tag: 'Catálogo',
-  summary: 'View one product',
+  summary: 'Mostra um produto',
   scope: 'catalogo:ler',
   permission: 'produtos.ver',
-  cost: oneResource,
-  params: z.object({ id: z.uuid() }),
-  headers: conditionalHeaders,
-  responses: {
-    200: { description: 'The product.', schema: Produto, headers: etagHeaders, example: exemploProduto },
-    304: { description: 'Not modified since the ETag given; no body, nothing charged in the month.', headers: etagHeaders },
-  },
-  handler: async ({ caller, params, headers, db }) => {
-    const row = await lerProduto(db, caller.contaId, params.id);
-    if (!row) throw naoEncontrado('O produto não existe nesta conta.');
-    return conditionalReply(headers['if-none-match'], etagFor(row.id, row.row_version), () => present(row));
-  },
+  ...umRegistro({
+    conditional: { tabela: 'produtos' }, descricao: 'O produto.', schema: Produto, exemplo: exemploProduto,
+    ler: lerProduto, ausente: 'O produto não existe nesta conta.', versao: (row) => row.row_version, apresentar: present,
+  }),
 });

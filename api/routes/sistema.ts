@@ -6,10 +6,14 @@ import { sql } from '../../shared/db/pool.ts';
 import { ESCOPOS, PERMISSOES } from '../../shared/domain/acesso.ts';
 import { TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
 import { clock } from '../../shared/clock.ts';
-import { defineRoute, type Cost } from './types.ts';
+import type { Cost } from '../cost.ts';
+import { conditionalList, listResponses, envelope, fixedListQuery, fixedPage, listCost } from '../lists.ts';
+import { defineRoute } from './types.ts';
 
-const listaCurta = (): Cost => ({ units: 1, classe: 'read' });
 const umRecurso = (): Cost => ({ units: 1, classe: 'read' });
+// Checking what is left costs nothing against the month (like GitHub's /rate_limit): a client can
+// look before it spends. It still takes a burst token and a read of the minute, like any call.
+const gratisNoMes = (): Cost => ({ units: 1, classe: 'read', mes: 0 });
 
 export const Saude = z.object({
   situacao: z.literal('ok'),
@@ -22,13 +26,13 @@ const getSaude = defineRoute({
   method: 'GET',
   path: '/saude',
   tag: 'Sistema',
-  summary: 'Check that the API is up',
-  description: 'Answers 200 when the API, its database and the caller\'s key are all working.',
+  summary: 'Verifica se a API está no ar',
+  description: 'Responde 200 quando a API, o banco de dados dela e a chave de quem chama estão funcionando.',
   scope: null,
   permission: null,
   cost: umRecurso,
   responses: {
-    200: { description: 'The API is up.', schema: Saude, example: { situacao: 'ok', versao: 'v1', agora: '2026-11-23T14:05:09.112Z' } },
+    200: { description: 'A API está no ar.', schema: Saude, example: { situacao: 'ok', versao: 'v1', agora: '2026-11-23T14:05:09.112Z' } },
   },
   handler: async () => ({
     status: 200,
@@ -51,8 +55,13 @@ export const Conta = z.object({
     criada_em: z.iso.datetime({ offset: true }),
     expira_em: z.iso.datetime({ offset: true }).nullable(),
   }),
-  permissoes: z.array(z.enum(PERMISSOES)).describe('Permissions the key\'s creator holds now; the key can do no more than they allow.'),
+  permissoes: z.array(z.enum(PERMISSOES)).describe('As permissões que quem criou a chave tem agora; a chave não faz mais do que elas permitem.'),
   limites: Limites,
+  suspensao: z.object({
+    recusas_para_suspender: z.number().int().describe('Recusas seguidas por limite (429) que suspendem a chave.'),
+    minutos: z.number().int().describe('Por quanto tempo a chave fica suspensa (403 chave suspensa).'),
+    suspensoes_24h: z.number().int().describe('Quantas vezes esta chave foi suspensa nas últimas 24 horas.'),
+  }).describe('A regra de suspensão (contrato §8.4: uma requisição admitida zera a contagem de recusas) e as suspensões recentes desta chave.'),
   uso: z.object({
     mes: z.string().regex(/^\d{4}-\d{2}$/),
     chamadas: z.number().int(),
@@ -60,20 +69,26 @@ export const Conta = z.object({
   }),
 });
 
-const UsoRow = z.object({ nome: z.string(), chamadas: z.number().int() });
+const UsoRow = z.object({
+  nome: z.string(), chamadas: z.number().int(), recusas_para_suspender: z.number().int(), minutos: z.number().int(),
+  suspensoes_24h: z.number().int(),
+});
 
 const getConta = defineRoute({
   operationId: 'getConta',
   method: 'GET',
   path: '/conta',
   tag: 'Sistema',
-  summary: 'View the account, the key and the limits',
+  summary: 'Mostra a conta, a chave e os limites',
+  description: 'A conta da chave, a própria chave, os tetos do plano (contrato §8.1), a regra de suspensão (20 recusas '
+    + 'seguidas por limite suspendem a chave por 15 minutos; o criador da chave recebe no máximo um e-mail por dia) e o '
+    + 'uso do mês. Não custa nada no mês (1 na rajada e 1 leitura no minuto, como toda chamada): consulte antes de gastar.',
   scope: null,
   permission: null,
-  cost: umRecurso,
+  cost: gratisNoMes,
   responses: {
     200: {
-      description: 'The account of the key, the key itself, its plan\'s limits and this month\'s use.',
+      description: 'A conta da chave, a própria chave, os limites do plano e o uso deste mês.',
       schema: Conta,
       example: {
         id: '00000000-0000-4000-8000-00000000d3e0',
@@ -92,6 +107,7 @@ const getConta = defineRoute({
           chaves_ativas: 3, webhook_endpoints: 3, leituras_por_minuto: 60, escritas_por_minuto: 20, chamadas_por_mes: 150000,
           rajada: 10, rajada_recarga_por_segundo: 2, simultaneas_por_chave: 3, simultaneas_por_conta: 3, entregas_webhook_por_hora: 1000,
         },
+        suspensao: { recusas_para_suspender: 20, minutos: 15, suspensoes_24h: 0 },
         uso: { mes: '2026-11', chamadas: 18452, restantes: 131548 },
       },
     },
@@ -102,8 +118,11 @@ const getConta = defineRoute({
       lerPlanoDaConta(deps.pool, caller.contaId),
       lerChave(deps.pool, caller.contaId, caller.chaveId),
       deps.pool.one(sql.type(UsoRow)`
-        SELECT c.nome, coalesce(u.chamadas, 0) AS chamadas
+        SELECT c.nome, coalesce(u.chamadas, 0) AS chamadas, r.recusas AS recusas_para_suspender, r.minutos,
+               (SELECT count(*)::int FROM suspensoes s
+                 WHERE s.conta_id = c.id AND s.chave_id = ${caller.chaveId} AND s.inicio > now() - interval '1 day') AS suspensoes_24h
           FROM contas c
+          CROSS JOIN regra_de_suspensao() r
           LEFT JOIN uso_mensal_efetivo u ON u.conta_id = c.id AND u.mes = ${`${mes}-01`}::date
          WHERE c.id = ${caller.contaId}`),
     ]);
@@ -125,6 +144,7 @@ const getConta = defineRoute({
         },
         permissoes: caller.permissoes,
         limites,
+        suspensao: { recusas_para_suspender: uso.recusas_para_suspender, minutos: uso.minutos, suspensoes_24h: uso.suspensoes_24h },
         uso: { mes, chamadas: uso.chamadas, restantes: Math.max(0, plano.chamadas_por_mes - uso.chamadas) },
       },
     };
@@ -144,30 +164,23 @@ const getTiposDeEvento = defineRoute({
   method: 'GET',
   path: '/tipos-de-evento',
   tag: 'Sistema',
-  summary: 'List webhook event types',
-  description: 'Every event type the service sends, the object its dados names, its fields, and the permission an endpoint\'s creator needs to receive it. The list is short and returned whole (proximo_cursor is always null).',
+  summary: 'Lista os tipos de evento de webhook',
+  description: 'Todos os tipos de evento que o serviço envia, com o objeto que o dados de cada um descreve, os campos dele e a permissão que quem criou um endpoint precisa ter para recebê-lo. Pagina como toda lista (limite e cursor); a página padrão traz o catálogo inteiro.',
   scope: null,
   permission: null,
-  cost: listaCurta,
-  responses: {
-    200: {
-      description: 'The event types.',
-      schema: z.object({ dados: z.array(TipoDeEvento), proximo_cursor: z.null() }),
-      example: {
-        dados: [
-          { tipo: 'cotacao.criada', descricao: 'A quotation is created in the app or through the API.', objeto: 'cotacao', campos: ['id', 'codigo', 'status'], permissao: 'cotacoes.ver' },
-          { tipo: 'estoque.movimentado', descricao: 'Entry, exit or adjustment of finished parts; grouped every 60 seconds per variation.', objeto: 'estoque', campos: ['variacao_id', 'local_id', 'tipo'], permissao: 'produtos.ver' },
-        ],
-        proximo_cursor: null,
-      },
-    },
-  },
-  handler: async () => ({
-    status: 200,
-    body: {
-      dados: TIPOS_DE_EVENTO.map(({ tipo, descricao, objeto, campos, permissao }) => ({ tipo, descricao, objeto, campos, permissao })),
+  cost: listCost,
+  query: fixedListQuery('tipos-de-evento'),
+  ...conditionalList,
+  responses: listResponses('Os tipos de evento.', envelope(TipoDeEvento), {
+      dados: [
+        { tipo: 'cotacao.criada', descricao: 'Uma cotação é criada no aplicativo ou pela API.', objeto: 'cotacao', campos: ['id', 'codigo', 'status'], permissao: 'cotacoes.ver' },
+        { tipo: 'estoque.movimentado', descricao: 'Entrada, saída ou ajuste de peças prontas; agrupado a cada 60 segundos por variação.', objeto: 'estoque', campos: ['variacao_id', 'local_id', 'tipo'], permissao: 'produtos.ver' },
+      ],
       proximo_cursor: null,
-    },
+    }),
+  handler: async ({ query }) => ({
+    status: 200,
+    body: fixedPage(TIPOS_DE_EVENTO, query, ({ tipo, descricao, objeto, campos, permissao }) => ({ tipo, descricao, objeto, campos, permissao })),
   }),
 });
 

@@ -12,18 +12,8 @@ import type { BatchedWrite, WriteQueue } from '../write-queue.ts';
 import type { Claim, KeyedRequest } from '../idempotency.ts';
 import type { Billing } from '../limits.ts';
 import type { LimitsBookkeeper } from '../limits-bookkeeper.ts';
-
-export type CostClass = 'read' | 'expensive' | 'write';
-export type Cost = { units: number; classe: CostClass };
-
-/** The caller, as admission established it. */
-export type Caller = {
-  contaId: string;
-  chaveId: string;
-  usuarioId: string;
-  planoId: string;
-  permissoes: readonly string[];
-};
+import type { Caller } from '../caller.ts';
+import type { Cost } from '../cost.ts';
 
 /** Background work the web process asks of the worker (through pg-boss). */
 export type JobScheduler = { liftSuspension(contaId: string, chaveId: string, at: Date): Promise<void> };
@@ -92,6 +82,13 @@ export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined,
    * query string.
    */
   cost: (rawQuery: URLSearchParams) => Cost;
+  /**
+   * For a POST priced by what its body carries (POST /estoque/movimentos/lote: 2 units a movement):
+   * its price from the body as it arrived, before validation. Such a body is read before admission;
+   * what went wrong reading it (408, 413, 415, malformed JSON) is still answered after admission,
+   * and such a request is priced by `cost`.
+   */
+  costOfBody?: (body: unknown) => Cost;
   params?: P;
   query?: Q;
   headers?: H;
@@ -99,6 +96,20 @@ export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined,
   /** A realistic request body for the reference page (a test checks it against the schema). */
   bodyExample?: unknown;
   idempotency?: 'required' | 'optional';
+  /**
+   * A GET answered with an ETag, and a 304 to an If-None-Match that names it. Of one record: its
+   * ETag comes from its row_version, in the table named, so admission can tell a 304 before it
+   * charges (sql/code/admission_rules.sql, versao_do_recurso). Of a list (lists.ts,
+   * conditionalList): its ETag is its page's, known once the page is read, so the request is charged
+   * as a repetition and topped up when the page changed (pipeline.ts, conditionalPage).
+   */
+  conditional?:
+    | {
+      tabela: 'produtos' | 'cotacoes' | 'pedidos_producao' | 'outbox' | 'estoque_movimentos';
+      /** The variants its ETags are made with (etagFor's third argument): [''] when there is one representation. */
+      variantes?: readonly string[];
+    }
+    | { lista: true };
   /** For idempotent routes: the body of a repetition, the created resource read again by its id. */
   replay?: (ctx: RouteContext<Out<P>, Out<Q>, Out<H>, Out<B>>, resourceId: string) => Promise<unknown>;
   /** Refusals beyond those derived from the declaration (e.g. 422 for a business rule, 304). */
@@ -136,6 +147,3 @@ export function defineRoute<
 >(route: RouteDef<P, Q, H, B>): AnyRoute {
   return route as AnyRoute;
 }
-
-/** The cost of reading one resource (§8.2). */
-export const oneResource = (): Cost => ({ units: 1, classe: 'read' });

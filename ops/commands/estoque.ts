@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { criarLocalConsignado, listarLocais, listarSaldos, MOTIVOS_MOVIMENTO, movimentar, TIPOS_MOVIMENTO } from '../../shared/db/estoque.ts';
 import { alterarInsumo, criarInsumo, listarInsumos, moverInsumo, TIPOS_INSUMO, UNIDADES, type MovimentoInsumo } from '../../shared/db/insumos.ts';
-import { toPage } from '../../shared/db/paging.ts';
+import { cutPage, type Pagina, type Posicao } from '../../shared/db/paging.ts';
 import type { Pool } from '../../shared/db/pool.ts';
 import { defineCommand, UsageError } from '../command.ts';
 
@@ -14,14 +14,14 @@ const SALDO_MAXIMO = 2_000_000_000;
 
 /** Every page of a list, for an operator who wants the whole of it. */
 async function todas<R extends { id: string; cursor_ts: string }>(
-  fetch: (page: { limite: number; cursor?: string }) => Promise<readonly R[]>,
+  fetch: (page: Pagina) => Promise<readonly R[]>,
 ): Promise<Omit<R, 'cursor_ts'>[]> {
   const all: Omit<R, 'cursor_ts'>[] = [];
-  let cursor: string | undefined;
+  let cursor: Posicao | undefined;
   do {
-    const page = toPage(await fetch({ limite: 100, cursor }), 100, ({ cursor_ts: _c, ...row }: R) => row);
-    all.push(...page.dados);
-    cursor = page.proximo_cursor ?? undefined;
+    const page = cutPage(await fetch({ limite: 100, cursor }), 100);
+    all.push(...page.rows.map(({ cursor_ts: _c, ...row }) => row));
+    cursor = page.next ?? undefined;
   } while (cursor);
   return all;
 }

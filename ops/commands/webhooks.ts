@@ -128,9 +128,9 @@ export const webhookCommands = [
     run: async (o, { pool, out }) => {
       if (!(await eventExists(pool, o.conta, o.evento))) throw new UsageError(`no event ${o.evento} in account ${o.conta}`);
       const due = await pool.transaction(async (tx) => {
-        const count = await replayEvent(tx, o.conta, o.evento);
+        const replayed = await replayEvent(tx, o.conta, o.evento);
         await notifyDeliveriesDue(tx);
-        return count;
+        return replayed.length;
       });
       out({ event_id: o.evento, deliveries: due });
     },

@@ -1,8 +1,11 @@
 // Anonymization of a customer under the data-protection law (LGPD), across quotations and orders:
-// names and e-mails are nulled, free-text notes too (they may carry personal data), and the
+// names and e-mails are nulled, free-text notes and the integrator's metadados too (they may carry
+// personal data; referencia_externa, the integrator's id of the record, stays), and the
 // records are marked anonimizada_em / anonimizado_em; a CHECK keeps them anonymous for good.
 // The records themselves stay (codes, items, values, states): the workshop's history is not
-// personal data. Event payloads never carry names, so nothing is left in the outbox either.
+// personal data. Event payloads never carry names; they carry the metadados a record had when the
+// event was written, which integrators are told to keep free of personal data, and which go with
+// the outbox's 30 days.
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 
@@ -41,11 +44,11 @@ export async function anonimizarCliente(db: Db, contaId: string, alvo: AlvoAnoni
          AND (id IN (SELECT id FROM semente_c) OR id IN (SELECT cotacao_id FROM semente_p)
               OR lower(btrim(cliente_nome)) IN (SELECT n FROM nomes) OR lower(cliente_email) IN (SELECT e FROM emails))
     ), cot AS (
-      UPDATE cotacoes SET cliente_nome = NULL, cliente_email = NULL, observacao = NULL, anonimizada_em = now()
+      UPDATE cotacoes SET cliente_nome = NULL, cliente_email = NULL, observacao = NULL, metadados = '{}', anonimizada_em = now()
        WHERE conta_id = ${contaId} AND anonimizada_em IS NULL AND id IN (SELECT id FROM cotacoes_alvo)
       RETURNING codigo
     ), ped AS (
-      UPDATE pedidos_producao SET cliente_nome = NULL, observacao = NULL, anonimizado_em = now()
+      UPDATE pedidos_producao SET cliente_nome = NULL, observacao = NULL, metadados = '{}', anonimizado_em = now()
        WHERE conta_id = ${contaId} AND tipo = 'cliente' AND anonimizado_em IS NULL
          AND (id IN (SELECT id FROM semente_p) OR cotacao_id IN (SELECT id FROM cotacoes_alvo)
               OR lower(btrim(cliente_nome)) IN (SELECT n FROM nomes))

@@ -1,6 +1,6 @@
 // Queries on sales channels.
 import { z } from 'zod';
-import { pageClauses } from './paging.ts';
+import { pageClauses, type Pagina, type Posicao } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 
 export const CanalRow = z.object({
@@ -15,7 +15,7 @@ export const CanalRow = z.object({
 });
 export type CanalRow = z.infer<typeof CanalRow>;
 
-export async function listarCanais(db: Db, contaId: string, query: { limite: number; cursor?: string; atualizado_desde?: string }) {
+export async function listarCanais(db: Db, contaId: string, query: { limite: number; cursor?: Posicao; atualizado_desde?: string }) {
   const page = pageClauses('c', 'criado_em', query);
   return db.any(sql.type(CanalRow)`
     SELECT c.id, c.nome, c.tipo, c.taxa_percentual_bps, c.ativo, c.criado_em, c.atualizado_em, ${page.cursorColumn}

@@ -1,6 +1,6 @@
 // What the customer does on the quotation link, found by its token (the one lookup of a quotation
 // not scoped by account): opening it and asking to close the deal. Both are plain writes whose
-// triggers emit link.aberto and cotacao.fechamento_pedido (sql/0030_eventos_cotacoes.sql).
+// triggers emit link.aberto and cotacao.fechamento_pedido (sql/code/cotacoes.sql).
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 

@@ -1,10 +1,10 @@
 // Queries on quotations: the representation of DESIGN §9 (items included, in one round trip),
 // the list, creation as a draft with catalog prices from the channel's tiers, and the status
-// change serialized by a row lock. The state machine itself lives in the database (0005_regras).
+// change serialized by a row lock. The state machine itself lives in the database (sql/code/cotacoes.sql).
 import { z } from 'zod';
-import { dadosInvalidos, naoEncontrado, regraRecusou } from '../errors.ts';
+import { dadosInvalidos, naoEncontrado, regraRecusou, totalAcimaDoMaximo, VALOR_MAXIMO_CENTAVOS } from '../errors.ts';
 import { ITEM_COTACAO_TIPOS, STATUS_COTACAO, STATUS_SO_DA_ROTINA, type StatusCotacao } from '../domain/cotacoes.ts';
-import { pageClauses } from './paging.ts';
+import { pageClauses, type Pagina, type Posicao } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 import { resolverVariacoes } from './referencias.ts';
 
@@ -32,6 +32,8 @@ export const CotacaoRow = z.object({
   enviada_em: z.string().nullable(),
   criado_em: z.string(),
   atualizado_em: z.string(),
+  referencia_externa: z.string().nullable(),
+  metadados: z.record(z.string(), z.string()),
   row_version: z.number().int(),
 });
 export type CotacaoRow = z.infer<typeof CotacaoRow>;
@@ -46,7 +48,7 @@ const colunas = sql.fragment`
               FROM cotacao_itens i WHERE i.conta_id = c.conta_id AND i.cotacao_id = c.id), '[]'::json) AS itens,
   -- bigint would arrive as BigInt; money and versions stay far below 2^53.
   c.valor_total_centavos::float8 AS valor_total_centavos, c.enviada_em, c.criado_em, c.atualizado_em,
-  c.row_version::float8 AS row_version`;
+  c.referencia_externa, c.metadados, c.row_version::float8 AS row_version`;
 
 export async function lerCotacao(db: Db, contaId: string, id: string): Promise<CotacaoRow | null> {
   return db.maybeOne(sql.type(CotacaoRow)`SELECT ${colunas} FROM cotacoes c WHERE c.conta_id = ${contaId} AND c.id = ${id}`);
@@ -54,20 +56,22 @@ export async function lerCotacao(db: Db, contaId: string, id: string): Promise<C
 
 export type FiltroCotacoes = {
   limite: number;
-  cursor?: string;
+  cursor?: Posicao;
   atualizado_desde?: string;
   criado_desde?: string;
   status?: StatusCotacao;
+  referencia_externa?: string;
 };
 
 export async function listarCotacoes(db: Db, contaId: string, filtro: FiltroCotacoes) {
   const page = pageClauses('c', 'criado_em', filtro);
   const status = filtro.status ? sql.fragment`c.status = ${filtro.status}` : sql.fragment`true`;
   const criado = filtro.criado_desde ? sql.fragment`c.criado_em >= ${filtro.criado_desde}::timestamptz` : sql.fragment`true`;
+  const referencia = filtro.referencia_externa ? sql.fragment`c.referencia_externa = ${filtro.referencia_externa}` : sql.fragment`true`;
   return db.any(sql.type(CotacaoPageRow)`
     SELECT ${colunas}, ${page.cursorColumn}
       FROM cotacoes c
-     WHERE c.conta_id = ${contaId} AND ${page.where} AND ${status} AND ${criado}
+     WHERE c.conta_id = ${contaId} AND ${page.where} AND ${status} AND ${criado} AND ${referencia}
      ${page.orderLimit}`);
 }
 
@@ -77,6 +81,8 @@ export type NovoItemCotacao =
 
 export type NovaCotacao = {
   clienteNome: string;
+  referenciaExterna?: string | null;
+  metadados?: Record<string, string> | null;
   clienteEmail?: string | null;
   canalId?: string | null;
   validade?: string | null;
@@ -119,10 +125,15 @@ export async function criarCotacao(db: Db, contaId: string, nova: NovaCotacao): 
     }
     return { posicao, tipo: 'catalogo', produto_id: variacao.produtoId, variacao_id: variacao.variacaoId, nome: item.nome ?? variacao.nome, quantidade: item.quantidade, preco_unitario_centavos: preco };
   });
+  // The total the database will keep (cotacoes.valor_total_centavos), refused here with its reason
+  // rather than by the column's CHECK.
+  const total = linhas.reduce((sum, l) => sum + BigInt(l.quantidade) * BigInt(l.preco_unitario_centavos), 0n);
+  if (total > BigInt(VALOR_MAXIMO_CENTAVOS)) throw totalAcimaDoMaximo();
 
   const { id } = await db.one(sql.typeAlias('id')`
-    INSERT INTO cotacoes (conta_id, cliente_nome, cliente_email, canal_id, validade, observacao)
-    VALUES (${contaId}, ${nova.clienteNome}, ${nova.clienteEmail ?? null}, ${canalId}, ${nova.validade ?? null}, ${nova.observacao ?? null})
+    INSERT INTO cotacoes (conta_id, cliente_nome, cliente_email, canal_id, validade, observacao, referencia_externa, metadados)
+    VALUES (${contaId}, ${nova.clienteNome}, ${nova.clienteEmail ?? null}, ${canalId}, ${nova.validade ?? null}, ${nova.observacao ?? null},
+            ${nova.referenciaExterna ?? null}, ${sql.jsonb(nova.metadados ?? {})})
     RETURNING id`);
   await db.query(sql.typeAlias('void')`
     INSERT INTO cotacao_itens (conta_id, cotacao_id, posicao, tipo, produto_id, variacao_id, nome, quantidade, preco_unitario_centavos)
@@ -141,7 +152,7 @@ const Atual = z.object({ status: z.enum(STATUS_COTACAO), permitida: z.boolean() 
  */
 export async function mudarStatusCotacao(db: Db, contaId: string, id: string, para: StatusCotacao): Promise<void> {
   const atual = await db.maybeOne(sql.type(Atual)`
-    SELECT status, cotacao_transicao_permitida(status, ${para}) AS permitida
+    SELECT status, transicao_permitida('cotacao', status, ${para}) AS permitida
       FROM cotacoes WHERE conta_id = ${contaId} AND id = ${id}
        FOR UPDATE`);
   if (!atual) throw naoEncontrado('A cotação não existe nesta conta.');

@@ -1,43 +1,25 @@
-// Periodic upkeep of the webhook tables: deliveries whose job was lost, old hourly counters, and
-// the retention of relayed events (their deliveries and attempts go with them).
-import { z } from 'zod';
+// Deliveries whose pg-boss job was lost: the schedule lives in deliveries, so a delivery that still
+// names a job that can no longer run would wait forever. (The retention of events, deliveries and
+// attempts is shared/db/retention.ts.)
+import { BOSS_SCHEMA } from '../boss.ts';
 import { sql, type Db } from './pool.ts';
 
-export const OUTBOX_RETENTION_DAYS = 30;
-
-const Enqueued = z.object({ conta_id: z.string(), id: z.string(), job_id: z.string() });
-
-/** Pending deliveries enqueued over an hour ago: their job should long have run. */
-export async function longEnqueuedDeliveries(db: Db, limit: number): Promise<readonly z.infer<typeof Enqueued>[]> {
-  return db.any(sql.type(Enqueued)`
-    SELECT conta_id, id, job_id FROM deliveries
-     WHERE status = 'pending' AND job_id IS NOT NULL AND run_attempts >= 0 -- matches deliveries_enqueued
-       AND next_attempt_at < now() - interval '1 hour'
-     ORDER BY next_attempt_at LIMIT ${limit}`);
-}
-
-/** Takes a lost job off its delivery (if it still names it) so the scheduler enqueues a new one. */
-export async function forgetJob(db: Db, contaId: string, deliveryId: string, jobId: string): Promise<boolean> {
+/**
+ * Takes the job off at most `limit` pending deliveries enqueued over an hour ago whose job is gone
+ * or finished (failed past its retries, cancelled, deleted), so the scheduler gives them a new
+ * one; the deliveries released. A job still queued, retrying or running is left to run, however
+ * large the backlog ahead of it. Reads pg-boss's job table directly (as the queue_depth view
+ * does): one statement checks a whole batch, where pg-boss's API looks jobs up one at a time.
+ */
+export async function forgetLostJobs(db: Db, queue: string, limit: number): Promise<number> {
+  const jobs = sql.identifier([BOSS_SCHEMA, 'job']);
   const result = await db.query(sql.typeAlias('void')`
     UPDATE deliveries SET job_id = NULL
-     WHERE conta_id = ${contaId} AND id = ${deliveryId} AND job_id = ${jobId} AND status = 'pending'`);
-  return result.rowCount > 0;
-}
-
-export async function deleteOldHourlyCounters(db: Db): Promise<number> {
-  const result = await db.query(sql.typeAlias('void')`
-    DELETE FROM webhook_uso_por_hora WHERE hora < now() - interval '2 days'`);
-  return result.rowCount;
-}
-
-/** Deletes one batch of events relayed before the retention period with no delivery still pending. */
-export async function deleteOldEvents(db: Db, batch: number): Promise<number> {
-  const result = await db.query(sql.typeAlias('void')`
-    DELETE FROM outbox WHERE (conta_id, id) IN (
-      SELECT o.conta_id, o.id FROM outbox o
-       WHERE o.relayed_at < now() - make_interval(days => ${OUTBOX_RETENTION_DAYS})
-         AND NOT EXISTS (SELECT 1 FROM deliveries d
-                          WHERE d.conta_id = o.conta_id AND d.event_id = o.id AND d.status = 'pending')
-       LIMIT ${batch})`);
+     WHERE (conta_id, id) IN (
+       SELECT d.conta_id, d.id FROM deliveries d
+        WHERE d.status = 'pending' AND d.job_id IS NOT NULL AND d.run_attempts >= 0 -- matches deliveries_enqueued
+          AND d.next_attempt_at < now() - interval '1 hour'
+          AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.name = ${queue} AND j.id = d.job_id AND j.state < 'completed')
+        ORDER BY d.next_attempt_at LIMIT ${limit} FOR UPDATE OF d SKIP LOCKED)`);
   return result.rowCount;
 }

@@ -43,6 +43,10 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   if (options.fast) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   const cluster = new EmbeddedPostgresClass({
     databaseDir: dataDir,
+    // UTF-8 whatever the environment says: without LANG (CI, slim images) initdb would make a
+    // SQL_ASCII cluster, which validates no text. The builtin provider (PostgreSQL 17+) gives
+    // Unicode case mapping with no OS locale installed.
+    initdbFlags: ['--encoding=UTF8', '--locale=C', '--locale-provider=builtin', '--builtin-locale=C.UTF-8'],
     port,
     user: USER,
     password: PASSWORD,

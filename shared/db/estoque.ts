@@ -1,9 +1,9 @@
 // Finished-part stock: balances per location (GET /estoque), movements (POST /estoque/movimentos
 // and the screen) and locations. A movement is one call of estoque_movimentar
-// (sql/0021_estoque_movimentar.sql): one round trip that checks, locks, moves and records.
+// (sql/code/estoque.sql): one round trip that checks, locks, moves and records.
 import { z } from 'zod';
 import type { Motivo } from '../errors.ts';
-import { pageClauses } from './paging.ts';
+import { pageClauses, type Pagina, type Posicao } from './paging.ts';
 import type { FragmentSqlToken } from 'slonik';
 import { sql, type Db } from './pool.ts';
 
@@ -27,7 +27,7 @@ export type SaldoRow = z.infer<typeof SaldoRow>;
 
 export type FiltrosSaldos = {
   limite: number;
-  cursor?: string;
+  cursor?: Posicao;
   atualizado_desde?: string;
   variacao_id?: string;
   produto_id?: string;
@@ -61,10 +61,15 @@ export const MovimentoRow = z.object({
   motivo: z.enum(MOTIVOS_MOVIMENTO),
   observacao: z.string().nullable(),
   criado_em: z.string(),
+  referencia_externa: z.string().nullable(),
+  metadados: z.record(z.string(), z.string()),
 });
 export type MovimentoRow = z.infer<typeof MovimentoRow>;
 
-export type NovoMovimento = {
+/** The integrator's references of a record it creates (docs/decisions.md, "External references"). */
+export type Referencias = { referencia_externa?: string; metadados?: Record<string, string> };
+
+export type NovoMovimento = Referencias & {
   tipo: (typeof TIPOS_MOVIMENTO)[number];
   variacao_id: string;
   parte_id?: string;
@@ -74,8 +79,15 @@ export type NovoMovimento = {
   observacao?: string;
 };
 
+/** A movement the API posts names its variation by id or by SKU (exactly one of the two). */
+export type MovimentoPorVariacaoOuSku = Omit<NovoMovimento, 'variacao_id'> & { variacao_id?: string; sku?: string };
+
+/** Why a movement was refused (422 motivo), with the number its text gives (limite). */
+export const RECUSAS_DE_MOVIMENTO = ['referencia_invalida', 'abaixo_do_minimo', 'fora_do_multiplo', 'saldo_insuficiente', 'sku_ambiguo'] as const;
+export type RecusaDeMovimento = Extract<Motivo, (typeof RECUSAS_DE_MOVIMENTO)[number]>;
+
 const Resultado = z.object({
-  recusa: z.enum(['referencia_invalida', 'abaixo_do_minimo', 'fora_do_multiplo', 'saldo_insuficiente']).nullable(),
+  recusa: z.enum(RECUSAS_DE_MOVIMENTO).nullable(),
   limite: z.number().int().nullable(),
   id: z.string().nullable(),
   tipo: z.enum(TIPOS_MOVIMENTO).nullable(),
@@ -88,11 +100,13 @@ const Resultado = z.object({
   motivo: z.enum(MOTIVOS_MOVIMENTO).nullable(),
   observacao: z.string().nullable(),
   criado_em: z.string().nullable(),
+  referencia_externa: z.string().nullable(),
+  metadados: z.record(z.string(), z.string()).nullable(),
 });
 
 export type Movimentado =
   | { ok: true; movimento: MovimentoRow }
-  | { ok: false; recusa: Extract<Motivo, 'referencia_invalida' | 'abaixo_do_minimo' | 'fora_do_multiplo' | 'saldo_insuficiente'>; limite: number | null };
+  | { ok: false; recusa: RecusaDeMovimento; limite: number | null };
 
 /**
  * Posts a movement in the caller's transaction. localId is for the screen (consignment); the API
@@ -101,7 +115,8 @@ export type Movimentado =
 export async function movimentar(db: Db, contaId: string, m: NovoMovimento, localId: string | null = null): Promise<Movimentado> {
   const r = await db.one(sql.type(Resultado)`
     SELECT * FROM estoque_movimentar(${contaId}, ${m.tipo}, ${m.variacao_id}, ${m.parte_id ?? null},
-      ${m.quantidade ?? null}, ${m.contado ?? null}, ${m.motivo}, ${m.observacao ?? null}, ${localId})`);
+      ${m.quantidade ?? null}, ${m.contado ?? null}, ${m.motivo}, ${m.observacao ?? null}, ${localId},
+      p_referencia_externa => ${m.referencia_externa ?? null}, p_metadados => ${m.metadados ? sql.jsonb(m.metadados) : null})`);
   if (r.recusa) return { ok: false, recusa: r.recusa, limite: r.limite };
   return { ok: true, movimento: MovimentoRow.parse(r) };
 }
@@ -109,22 +124,23 @@ export async function movimentar(db: Db, contaId: string, m: NovoMovimento, loca
 // A movement's answer from api_estoque_movimentar_lote: how its Idempotency-Key was claimed and the
 // movement made or refused ({"claim":"running"} alone for a key repeated within one batch).
 const nulo = <T extends z.ZodType>(type: T) => type.nullable().default(null);
+// A movement as json: its timestamp arrives as PostgreSQL wrote it, normalized like every other (pool.ts).
+const MovimentoJson = MovimentoRow.extend({ criado_em: z.string().transform((v) => new Date(v).toISOString()) });
 export const MovimentoApi = z.object({
   claim: z.enum(['new', 'running', 'conflito', 'done']),
   status_code: nulo(z.number()),
   codigo: nulo(z.string()),
   motivo: nulo(z.string()),
-  recusa: nulo(z.enum(['referencia_invalida', 'abaixo_do_minimo', 'fora_do_multiplo', 'saldo_insuficiente'])),
+  recusa: nulo(z.enum(RECUSAS_DE_MOVIMENTO)),
   limite: nulo(z.number().int()),
-  // json: its timestamp arrives as PostgreSQL wrote it, normalized like every other (pool.ts).
-  movimento: nulo(MovimentoRow.extend({ criado_em: z.string().transform((v) => new Date(v).toISOString()) })),
+  movimento: nulo(MovimentoJson),
 });
 export type MovimentoApi = z.infer<typeof MovimentoApi>;
 /** A movement of the batch that failed in its own subtransaction (the others went on). */
 const Falha = z.object({ erro: z.string(), mensagem: z.string() });
 
 /** A movement posted through the API: who makes it, with its Idempotency-Key (null: none). */
-export type MovimentoPedido = NovoMovimento & {
+export type MovimentoPedido = MovimentoPorVariacaoOuSku & {
   contaId: string;
   chaveId: string;
   chave: { key: string; route: string; hash: Buffer } | null;
@@ -141,17 +157,100 @@ export function movimentosEmLote(pedidos: readonly MovimentoPedido[]): FragmentS
     ${sql.array(col((p) => p.contaId), 'uuid')}, ${sql.array(col((p) => p.chaveId), 'uuid')},
     ${sql.array(col((p) => p.chave?.key ?? null), 'text')}, ${sql.array(col((p) => p.chave?.route ?? null), 'text')},
     ${sql.array(col((p) => (p.chave ? `\\x${p.chave.hash.toString('hex')}` : null)), 'text')}::bytea[],
-    ${sql.array(col((p) => p.tipo), 'text')}, ${sql.array(col((p) => p.variacao_id), 'uuid')},
+    ${sql.array(col((p) => p.tipo), 'text')}, ${sql.array(col((p) => p.variacao_id ?? null), 'uuid')},
+    ${sql.array(col((p) => p.sku ?? null), 'text')},
     ${sql.array(col((p) => p.parte_id ?? null), 'uuid')}, ${sql.array(col((p) => p.quantidade ?? null), 'int4')},
     ${sql.array(col((p) => p.contado ?? null), 'int4')}, ${sql.array(col((p) => p.motivo), 'text')},
-    ${sql.array(col((p) => p.observacao ?? null), 'text')})`;
+    ${sql.array(col((p) => p.observacao ?? null), 'text')}, ${sql.array(col((p) => p.referencia_externa ?? null), 'text')},
+    ${sql.array(col((p) => (p.metadados ? JSON.stringify(p.metadados) : null)), 'text')}::jsonb[])`;
 }
 
-/** One request's answer in a batch's; a failure of its subtransaction is an error (a 500). */
+/**
+ * One request's answer in a batch's. A failure of its subtransaction is that request's error, with
+ * its SQLSTATE: a data error becomes a 400 or 422 (shared/errors.ts), anything else a 500.
+ */
 export function movimentoDoLote(written: unknown): MovimentoApi {
   const falha = Falha.safeParse(written);
-  if (falha.success) throw new Error(`api_estoque_movimentar failed: ${falha.data.erro} ${falha.data.mensagem}`);
+  if (falha.success) throw Object.assign(new Error(`api_estoque_movimentar failed: ${falha.data.mensagem}`), { code: falha.data.erro });
   return MovimentoApi.parse(written);
+}
+
+// The movement history (GET /estoque/movimentos): the movements of the account's own location, the
+// one the API moves (consignment movements are the screen's).
+const colunasMovimento = sql.fragment`
+  m.id, m.tipo, m.variacao_id, m.parte_id, m.local_id, m.quantidade, m.saldo_antes, m.saldo_depois, m.motivo,
+  m.observacao, m.criado_em, m.referencia_externa, m.metadados`;
+const doLocalProprio = (contaId: string) =>
+  sql.fragment`m.conta_id = ${contaId} AND m.local_id = (SELECT id FROM locais WHERE conta_id = ${contaId} AND tipo = 'proprio')`;
+
+export type FiltrosMovimentos = {
+  limite: number;
+  cursor?: Posicao;
+  variacao_id?: string;
+  sku?: string;
+  tipo?: MovimentoRow['tipo'];
+  motivo?: MovimentoRow['motivo'];
+  criado_desde?: string;
+  criado_ate?: string;
+  referencia_externa?: string;
+};
+
+const MovimentoPageRow = MovimentoRow.extend({ cursor_ts: z.string() });
+
+/**
+ * A page of the history, oldest first. sku is a variation's SKU or a product's (then every variation
+ * of the product); criado_ate is exclusive, so consecutive windows never share a movement.
+ */
+export async function listarMovimentos(db: Db, contaId: string, filtros: FiltrosMovimentos): Promise<readonly z.infer<typeof MovimentoPageRow>[]> {
+  const page = pageClauses('m', 'criado_em', filtros);
+  const conditions = [doLocalProprio(contaId), page.where];
+  if (filtros.variacao_id) conditions.push(sql.fragment`m.variacao_id = ${filtros.variacao_id}`);
+  if (filtros.sku) {
+    conditions.push(sql.fragment`m.variacao_id IN (
+      SELECT id FROM variacoes WHERE conta_id = ${contaId} AND sku = ${filtros.sku}
+      UNION ALL
+      SELECT v.id FROM produtos p JOIN variacoes v ON v.conta_id = p.conta_id AND v.produto_id = p.id
+       WHERE p.conta_id = ${contaId} AND p.sku = ${filtros.sku})`);
+  }
+  if (filtros.tipo) conditions.push(sql.fragment`m.tipo = ${filtros.tipo}`);
+  if (filtros.motivo) conditions.push(sql.fragment`m.motivo = ${filtros.motivo}`);
+  if (filtros.criado_desde) conditions.push(sql.fragment`m.criado_em >= ${filtros.criado_desde}::timestamptz`);
+  if (filtros.criado_ate) conditions.push(sql.fragment`m.criado_em < ${filtros.criado_ate}::timestamptz`);
+  if (filtros.referencia_externa) conditions.push(sql.fragment`m.referencia_externa = ${filtros.referencia_externa}`);
+  return db.any(sql.type(MovimentoPageRow)`
+    SELECT ${colunasMovimento}, ${page.cursorColumn}
+      FROM estoque_movimentos m
+     WHERE ${sql.join(conditions, sql.fragment` AND `)}
+     ${page.orderLimit}`);
+}
+
+export async function lerMovimento(db: Db, contaId: string, id: string): Promise<MovimentoRow | null> {
+  return db.maybeOne(sql.type(MovimentoRow)`
+    SELECT ${colunasMovimento} FROM estoque_movimentos m WHERE ${doLocalProprio(contaId)} AND m.id = ${id}`);
+}
+
+/** The movements of a batch (POST /estoque/movimentos/lote), in the order they were posted. */
+export async function lerMovimentosDoLote(db: Db, contaId: string, loteId: string): Promise<readonly MovimentoRow[]> {
+  return db.any(sql.type(MovimentoRow)`
+    SELECT ${colunasMovimento} FROM estoque_movimentos m
+     WHERE m.conta_id = ${contaId} AND m.lote_id = ${loteId} ORDER BY m.lote_posicao`);
+}
+
+const Lote = z.union([
+  z.object({ lote_id: z.string(), movimentos: z.array(MovimentoJson) }),
+  z.object({ recusas: z.array(z.object({ indice: z.number().int(), recusa: z.enum(RECUSAS_DE_MOVIMENTO), limite: z.number().int().nullable() })) }),
+]);
+export type Lote = z.infer<typeof Lote>;
+
+/**
+ * Up to 100 movements of one account, all or none, in the caller's transaction
+ * (api_estoque_movimentar_varios): the movements made, in the order given, or every refused item
+ * with nothing written.
+ */
+export async function movimentarVarios(db: Db, contaId: string, itens: readonly MovimentoPorVariacaoOuSku[]): Promise<Lote> {
+  const json = await db.oneFirst(sql.type(z.object({ lote: z.string() }))`
+    SELECT api_estoque_movimentar_varios(${contaId}, ${sql.jsonb(itens)})::text AS lote`);
+  return Lote.parse(JSON.parse(json));
 }
 
 export const LocalRow = z.object({ id: z.string(), nome: z.string(), tipo: z.enum(TIPOS_LOCAL), criado_em: z.string() });

@@ -2,7 +2,7 @@
 // by json_agg) and the writes of the application's screen (operator CLI). Creating a color also
 // creates its supply balance (insumo material_cor, same id), as the screen does.
 import { z } from 'zod';
-import { pageClauses } from './paging.ts';
+import { pageClauses, type Pagina, type Posicao } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 
 export const TIPOS_MATERIAL = ['filamento', 'resina'] as const;
@@ -27,7 +27,7 @@ export type MaterialRow = z.infer<typeof MaterialRow>;
 export async function listarMateriais(
   db: Db,
   contaId: string,
-  query: { limite: number; cursor?: string; atualizado_desde?: string },
+  query: { limite: number; cursor?: Posicao; atualizado_desde?: string },
 ): Promise<readonly MaterialRow[]> {
   const page = pageClauses('m', 'criado_em', query);
   return db.any(sql.type(MaterialRow)`

@@ -1,6 +1,6 @@
 // A change made outside the API (the application's screen, the customer's link, a routine) runs
 // in one transaction that tells the database's triggers where it came from, as the request
-// pipeline does for the API (origem_da_mudanca(), sql/0009_eventos.sql).
+// pipeline does for the API (origem_da_mudanca(), sql/code/eventos.sql).
 import type { Via } from '../domain/cotacoes.ts';
 import { sql, type Pool, type Tx } from './pool.ts';
 

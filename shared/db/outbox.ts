@@ -24,24 +24,66 @@ const permissoes = sql.fragment`
 type Fragment = ReturnType<typeof sql.fragment>;
 
 /**
- * INSERT … SELECT of the deliveries for the events `source` lists (conta_id, id, tipo, endpoint_id,
- * seq), with `jobId` as their job (a new id when the caller enqueues them at once, else NULL).
+ * Contract §6.2's last column, the one rule of who gets an event: its type needs no permission
+ * (webhook.teste), or the user `u` is active and holds the permission of the type's row `p` of
+ * `permissoes`. The fan-out applies it to each endpoint's creator, the event log of the API to the
+ * key's creator (tiposQueRecebe), so a key sees exactly what its creator's endpoint would get.
  */
-function fanOut(source: Fragment, jobId: Fragment) {
+const recebe = sql.fragment`(p.permissao IS NULL OR (u.ativo AND p.permissao = ANY (u.permissoes)))`;
+
+/**
+ * The types of event the user `usuarioId` of the account would receive at an endpoint of their
+ * own (recebe), as a set to test an event's tipo against: `o.tipo IN (…)`.
+ */
+export function tiposQueRecebe(contaId: string, usuarioId: string): Fragment {
+  return sql.fragment`(SELECT p.tipo FROM ${permissoes}
+                         JOIN usuarios u ON u.conta_id = ${contaId} AND u.id = ${usuarioId}
+                        WHERE ${recebe})`;
+}
+
+/**
+ * Who should receive the events `source` lists (conta_id, id, tipo, endpoint_id, seq) now: every
+ * endpoint of the account that is active, subscribed to the type (webhook.teste: only its own) and
+ * whose creator receives the type (recebe); `endpoint`, when given, narrows them.
+ */
+function destinos(source: Fragment, endpoint: Fragment = sql.fragment`true`) {
   return sql.fragment`
-    INSERT INTO deliveries (conta_id, event_id, endpoint_id, job_id)
-    SELECT ev.conta_id, ev.id, e.id, ${jobId}
+    SELECT ev.conta_id, ev.id AS event_id, e.id AS endpoint_id, ev.seq
       FROM ${source} ev
       JOIN ${permissoes} ON p.tipo = ev.tipo
       JOIN webhook_endpoints e ON e.conta_id = ev.conta_id AND e.ativo
                               AND (ev.endpoint_id IS NULL OR e.id = ev.endpoint_id)
       JOIN usuarios u ON u.conta_id = e.conta_id AND u.id = e.usuario_id
      WHERE (ev.endpoint_id IS NOT NULL OR cardinality(e.tipos) = 0 OR ev.tipo = ANY (e.tipos))
-       AND (p.permissao IS NULL OR (u.ativo AND p.permissao = ANY (u.permissoes)))
-     ORDER BY ev.seq, e.id
-    ON CONFLICT (conta_id, event_id, endpoint_id) DO NOTHING
-    RETURNING conta_id, id, job_id`;
+       AND ${recebe} AND ${endpoint}`;
 }
+
+/**
+ * INSERT … SELECT of the deliveries of the events `source` lists to their destinos, with `jobId` as
+ * their job (a new id when the caller enqueues them at once, else NULL); `onConflict` says what
+ * becomes of a delivery that already exists.
+ */
+function fanOut(source: Fragment, jobId: Fragment, onConflict: Fragment, endpoint?: Fragment) {
+  return sql.fragment`
+    INSERT INTO deliveries (conta_id, event_id, endpoint_id, job_id)
+    SELECT x.conta_id, x.event_id, x.endpoint_id, ${jobId}
+      FROM (${destinos(source, endpoint)}) x
+     ORDER BY x.seq, x.endpoint_id
+    ON CONFLICT (conta_id, event_id, endpoint_id) ${onConflict}
+    RETURNING conta_id, id, job_id, endpoint_id`;
+}
+
+/** One event of the account, as a source of destinos and fanOut. */
+const oneEvent = (contaId: string, eventId: string) =>
+  sql.fragment`(SELECT conta_id, id, tipo, endpoint_id, seq FROM outbox WHERE conta_id = ${contaId} AND id = ${eventId})`;
+const oneEndpoint = (endpointId: string | undefined) => (endpointId === undefined ? undefined : sql.fragment`e.id = ${endpointId}`);
+
+/**
+ * The endpoints that should receive one event now (or only `endpointId`, when it is one of them), by
+ * the fan-out's rule: a SELECT of (conta_id, event_id, endpoint_id, seq).
+ */
+export const destinosDoEvento = (contaId: string, eventId: string, endpointId?: string) =>
+  destinos(oneEvent(contaId, eventId), oneEndpoint(endpointId));
 
 const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries: z.array(NewDelivery) });
 
@@ -64,28 +106,37 @@ export async function relayOutbox(tx: Tx, limit: number): Promise<z.infer<typeof
       UPDATE outbox o SET relayed_at = now() FROM claimed c
        WHERE o.conta_id = c.conta_id AND o.id = c.id
       RETURNING o.id
-    ), created AS (${fanOut(sql.fragment`claimed`, sql.fragment`gen_random_uuid()`)})
+    ), created AS (${fanOut(sql.fragment`claimed`, sql.fragment`gen_random_uuid()`, sql.fragment`DO NOTHING`)})
     SELECT (SELECT held FROM relay_lock) AS locked,
            (SELECT count(*) FROM marked)::int AS relayed,
            coalesce((SELECT json_agg(created) FROM created), '[]'::json) AS deliveries,
            (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_JOBS}, '') WHERE EXISTS (SELECT FROM created)) n) AS notified`);
 }
 
+/** A delivery a replay made due. */
+export const Replayed = z.object({ id: z.string(), endpoint_id: z.string() });
+
 /**
- * Replays one event: its deliveries that are not on their way already go back to pending, due now
- * with a fresh retry schedule, and endpoints that should receive it now but never did get one.
- * The worker's scheduler enqueues them (the caller notifies it). Returns how many are due.
+ * Replays one event (the operator's `webhooks replay`, and POST /eventos/{id}/reenviar): each
+ * endpoint that should receive it now, by the fan-out's own rule (or only `endpointId`, when it is
+ * one of them), gets a delivery due now with a fresh retry schedule: a new one, or its earlier one
+ * back to pending; a delivery already on its way (enqueued) keeps going as it is. The worker's
+ * scheduler enqueues them (the caller notifies it) and the hourly cap counts them like any other
+ * delivery. Returns the deliveries made due.
  */
-export async function replayEvent(tx: Tx, contaId: string, eventId: string): Promise<number> {
-  const event = sql.fragment`(SELECT conta_id, id, tipo, endpoint_id, seq FROM outbox WHERE conta_id = ${contaId} AND id = ${eventId})`;
-  await tx.query(sql.typeAlias('void')`WITH created AS (${fanOut(event, sql.fragment`NULL::uuid`)}) SELECT FROM created`);
-  const reset = await tx.query(sql.typeAlias('void')`
-    UPDATE deliveries
-       SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(),
-           last_error = NULL, job_id = NULL
-     WHERE conta_id = ${contaId} AND event_id = ${eventId}
-       AND NOT (status = 'pending' AND job_id IS NOT NULL)`);
-  return reset.rowCount;
+export async function replayEvent(
+  tx: Db,
+  contaId: string,
+  eventId: string,
+  options: { endpointId?: string } = {},
+): Promise<readonly z.infer<typeof Replayed>[]> {
+  const due = sql.fragment`
+    DO UPDATE SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(),
+                  last_error = NULL, job_id = NULL
+     WHERE NOT (deliveries.status = 'pending' AND deliveries.job_id IS NOT NULL)`;
+  return tx.any(sql.type(Replayed)`
+    WITH made AS (${fanOut(oneEvent(contaId, eventId), sql.fragment`NULL::uuid`, due, oneEndpoint(options.endpointId))})
+    SELECT id, endpoint_id FROM made ORDER BY endpoint_id`);
 }
 
 export async function eventExists(db: Db, contaId: string, eventId: string): Promise<boolean> {

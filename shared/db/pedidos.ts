@@ -12,7 +12,7 @@ import {
   SITUACOES_PEDIDO,
   type PagamentoSituacao,
 } from '../domain/producao.ts';
-import { pageClauses } from './paging.ts';
+import { pageClauses, type Pagina, type Posicao } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 import { resolverVariacoes } from './referencias.ts';
 
@@ -43,6 +43,8 @@ export const PedidoRow = z.object({
   atualizado_em: z.string(),
   finalizado_em: z.string().nullable(),
   valor_centavos: z.number().int().nullable(),
+  referencia_externa: z.string().nullable(),
+  metadados: z.record(z.string(), z.string()),
   row_version: z.number().int(),
 });
 export type PedidoRow = z.infer<typeof PedidoRow>;
@@ -59,7 +61,8 @@ const colunas = sql.fragment`
               LEFT JOIN etapas e ON e.conta_id = i.conta_id AND e.id = i.etapa_id
              WHERE i.conta_id = p.conta_id AND i.pedido_id = p.id), '[]'::json) AS itens,
   -- bigint would arrive as BigInt; money and versions stay far below 2^53.
-  p.criado_em, p.atualizado_em, p.finalizado_em, p.valor_centavos::float8 AS valor_centavos, p.row_version::float8 AS row_version`;
+  p.criado_em, p.atualizado_em, p.finalizado_em, p.valor_centavos::float8 AS valor_centavos, p.referencia_externa, p.metadados,
+  p.row_version::float8 AS row_version`;
 
 export async function lerPedido(db: Db, contaId: string, id: string): Promise<PedidoRow | null> {
   return db.maybeOne(sql.type(PedidoRow)`SELECT ${colunas} FROM pedidos_producao p WHERE p.conta_id = ${contaId} AND p.id = ${id}`);
@@ -67,12 +70,13 @@ export async function lerPedido(db: Db, contaId: string, id: string): Promise<Pe
 
 export type FiltroPedidos = {
   limite: number;
-  cursor?: string;
+  cursor?: Posicao;
   atualizado_desde?: string;
   situacao?: PedidoRow['situacao'];
   tipo?: PedidoRow['tipo'];
   prioridade?: PedidoRow['prioridade'];
   cotacao_id?: string;
+  referencia_externa?: string;
 };
 
 export async function listarPedidos(db: Db, contaId: string, filtro: FiltroPedidos) {
@@ -82,6 +86,7 @@ export async function listarPedidos(db: Db, contaId: string, filtro: FiltroPedid
     filtro.tipo ? sql.fragment`p.tipo = ${filtro.tipo}` : null,
     filtro.prioridade ? sql.fragment`p.prioridade = ${filtro.prioridade}` : null,
     filtro.cotacao_id ? sql.fragment`p.cotacao_id = ${filtro.cotacao_id}` : null,
+    filtro.referencia_externa ? sql.fragment`p.referencia_externa = ${filtro.referencia_externa}` : null,
   ].filter((f) => f !== null);
   return db.any(sql.type(PedidoPageRow)`
     SELECT ${colunas}, ${page.cursorColumn}
@@ -105,6 +110,8 @@ export type NovoPedido = {
   pagamentoSituacao?: PagamentoSituacao | null;
   valorCentavos?: number | null;
   observacao?: string | null;
+  referenciaExterna?: string | null;
+  metadados?: Record<string, string> | null;
   /** Without items, an order from a quotation takes every item of the quotation. */
   itens?: readonly NovoItemPedido[];
 };
@@ -158,11 +165,13 @@ export async function criarPedido(db: Db, contaId: string, novo: NovoPedido): Pr
 
   const cliente = novo.tipo === 'cliente';
   const { id } = await db.one(sql.typeAlias('id')`
-    INSERT INTO pedidos_producao (conta_id, tipo, origem, cotacao_id, cliente_nome, prazo, prioridade, pagamento_situacao, valor_centavos, observacao)
+    INSERT INTO pedidos_producao (conta_id, tipo, origem, cotacao_id, cliente_nome, prazo, prioridade, pagamento_situacao, valor_centavos,
+                                  observacao, referencia_externa, metadados)
     VALUES (${contaId}, ${novo.tipo}, ${novo.origem}, ${cotacaoId},
             ${cliente ? (novo.clienteNome ?? cotacao?.cliente_nome ?? null) : null}, ${novo.prazo ?? null}, ${novo.prioridade ?? 'normal'},
             ${cliente ? (novo.pagamentoSituacao ?? 'nao_pago') : null},
-            ${cliente ? (novo.valorCentavos ?? cotacao?.valor_total_centavos ?? null) : null}, ${novo.observacao ?? null})
+            ${cliente ? (novo.valorCentavos ?? cotacao?.valor_total_centavos ?? null) : null}, ${novo.observacao ?? null},
+            ${novo.referenciaExterna ?? null}, ${sql.jsonb(novo.metadados ?? {})})
     RETURNING id`);
   await db.query(sql.typeAlias('void')`
     INSERT INTO pedido_itens (conta_id, pedido_id, posicao, tipo, produto_id, variacao_id, cotacao_id, cotacao_item_id, nome, quantidade)

@@ -62,6 +62,22 @@ const resultParser: Interceptor = {
   },
 };
 
+/**
+ * The service stores text as UTF-8 and counts its length in characters: a database in another
+ * encoding (SQL_ASCII validates nothing) is refused at start, with what to do about it.
+ */
+export function assertUtf8(serverEncoding: string | undefined): void {
+  if (serverEncoding?.toUpperCase() === 'UTF8') return;
+  throw new Error(`the database's encoding is ${serverEncoding ?? 'unknown'}, and the service needs UTF8: create the database ` +
+    "with ENCODING 'UTF8' (CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0), or, for the embedded PostgreSQL, " +
+    'remove its data folder (EMBEDDED_PG_DIR, .data/postgres by default) so npm start creates it again in UTF8');
+}
+
+/** For the roles, once at start: refuses a database that is not UTF8. */
+export async function assertDatabaseUtf8(pool: Pool): Promise<void> {
+  assertUtf8(await pool.oneFirst(sql.type(z.object({ server_encoding: z.string() }))`SHOW server_encoding`));
+}
+
 export async function createDatabasePool(url: string, options: PoolOptions): Promise<Pool> {
   const withName = new URL(url);
   withName.searchParams.set('application_name', options.applicationName);

@@ -1,7 +1,7 @@
 // The workshop's changes to production orders, made in the application (the operator CLI stands
 // in for its screen): order situacao and payment, item situacao and stage, and the stages
 // themselves. Each row is locked before its transition is checked, so concurrent changes run one
-// after the other; the database enforces the same transitions whoever writes (0005_regras.sql).
+// after the other; the database enforces the same transitions whoever writes (sql/code/pedidos.sql).
 import { z } from 'zod';
 import { naoEncontrado, regraRecusou } from '../errors.ts';
 import { ITEM_PEDIDO_SITUACOES, TRANSICOES_ITEM, type ItemPedidoSituacao, type PagamentoSituacao, type SituacaoPedido } from '../domain/producao.ts';
@@ -11,7 +11,7 @@ const Atual = z.object({ valor: z.string().nullable(), permitida: z.boolean().nu
 
 export async function mudarSituacaoPedido(db: Db, contaId: string, pedidoId: string, para: SituacaoPedido): Promise<void> {
   const atual = await db.maybeOne(sql.type(Atual)`
-    SELECT situacao AS valor, pedido_transicao_permitida(situacao, ${para}) AS permitida
+    SELECT situacao AS valor, transicao_permitida('pedido', situacao, ${para}) AS permitida
       FROM pedidos_producao WHERE conta_id = ${contaId} AND id = ${pedidoId} FOR UPDATE`);
   if (!atual) throw naoEncontrado('O pedido não existe nesta conta.');
   if (!atual.permitida) throw regraRecusou('transicao_invalida', `O pedido está ${atual.valor}; não pode passar a ${para}.`);
@@ -20,7 +20,7 @@ export async function mudarSituacaoPedido(db: Db, contaId: string, pedidoId: str
 
 export async function mudarPagamento(db: Db, contaId: string, pedidoId: string, para: PagamentoSituacao): Promise<void> {
   const atual = await db.maybeOne(sql.type(Atual)`
-    SELECT pagamento_situacao AS valor, pagamento_transicao_permitida(pagamento_situacao, ${para}) AS permitida
+    SELECT pagamento_situacao AS valor, transicao_permitida('pagamento', pagamento_situacao, ${para}) AS permitida
       FROM pedidos_producao WHERE conta_id = ${contaId} AND id = ${pedidoId} FOR UPDATE`);
   if (!atual) throw naoEncontrado('O pedido não existe nesta conta.');
   if (atual.valor === null) throw regraRecusou('transicao_invalida', 'Um pedido de estoque não tem pagamento.');

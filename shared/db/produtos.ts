@@ -3,7 +3,7 @@
 // so a page of 100 products is one round trip, not one per product.
 import type { FragmentSqlToken, ListSqlToken } from 'slonik';
 import { z } from 'zod';
-import { pageClauses, type SortColumn } from './paging.ts';
+import { pageClauses, type Pagina, type Posicao, type SortColumn } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 
 export const Faixa = z.object({ a_partir_de: z.number().int(), preco_centavos: z.number().int() });
@@ -36,7 +36,7 @@ export type ProdutoRow = z.infer<typeof ProdutoRow>;
 
 export type FiltrosProdutos = {
   limite: number;
-  cursor?: string;
+  cursor?: Posicao;
   atualizado_desde?: string;
   ordem?: SortColumn;
   sku?: string;

@@ -1,5 +1,5 @@
 // Webhook endpoints, as the application's screen (the operator CLI) and the worker manage them.
-// The plan's endpoint limit is a trigger (sql/0006_webhooks.sql); secrets are generated here.
+// The plan's endpoint limit is a trigger (sql/code/webhooks.sql); secrets are generated here.
 import { z } from 'zod';
 import { gerarSegredo, PREVIOUS_SECRET_HOURS, FAILING_DAYS_BEFORE_DISABLE, type MotivoDesativacao } from '../domain/webhooks.ts';
 import { enqueueEmail } from '../mail.ts';

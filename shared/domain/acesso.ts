@@ -21,17 +21,22 @@ export const ESCOPOS = [
   'cotacoes:escrever',
   'pedidos:ler',
   'pedidos:escrever',
+  'eventos:ler',
+  'eventos:reenviar',
 ] as const;
 export type Escopo = (typeof ESCOPOS)[number];
 
 export const DESCRICAO_ESCOPO: Record<Escopo, string> = {
-  'catalogo:ler': 'Read channels, products with prices, and materials with colors.',
-  'estoque:ler': 'Read finished-part and supply balances.',
-  'estoque:escrever': 'Post stock movements of finished parts.',
-  'cotacoes:ler': 'Read quotations.',
-  'cotacoes:escrever': 'Create quotations and change their status.',
-  'pedidos:ler': 'Read production orders.',
-  'pedidos:escrever': 'Create production orders.',
+  'catalogo:ler': 'Ler canais, produtos com preços e materiais com cores.',
+  'estoque:ler': 'Ler saldos de peças prontas e de insumos.',
+  'estoque:escrever': 'Registrar movimentos de estoque de peças prontas.',
+  'cotacoes:ler': 'Ler cotações.',
+  'cotacoes:escrever': 'Criar cotações e mudar o status delas.',
+  'pedidos:ler': 'Ler pedidos de produção.',
+  'pedidos:escrever': 'Criar pedidos de produção.',
+  'eventos:ler': 'Ler o registro de eventos da conta e o histórico de entregas de cada evento; só os eventos cujo tipo '
+    + 'quem criou a chave tem permissão de receber.',
+  'eventos:reenviar': 'Reenviar um evento aos endpoints de webhook da conta.',
 };
 
 /** Cost-related data (valor_centavos of orders, custo_* fields) is shown only with this permission. */

@@ -1,5 +1,5 @@
 // Quotations (DESIGN §9-10): statuses, the transitions of the state machine and who may make them.
-// The database enforces the same table (sql/0005_regras.sql, cotacao_transicao_permitida); this
+// The database enforces the same table (sql/code/common.sql, transicao_permitida); this
 // copy feeds the API's schemas, its documentation and the tests.
 
 export const STATUS_COTACAO = ['rascunho', 'enviada', 'aprovada', 'recusada', 'cancelada', 'expirada'] as const;
@@ -22,3 +22,12 @@ export const ITEM_COTACAO_TIPOS = ['catalogo', 'avulso'] as const;
 
 /** Who changed something (DESIGN §10); 'api' is set by the request pipeline itself. */
 export type Via = 'api' | 'tela' | 'link' | 'rotina';
+
+/**
+ * What the items with a price already known add up to, in centavos. A total past the column's
+ * ceiling is refused before any SQL; items priced from a channel's tiers are checked by the
+ * database's CHECK as they are priced.
+ */
+export function totalConhecido(itens: readonly { quantidade: number; preco_unitario_centavos?: number | null }[]): number {
+  return itens.reduce((total, item) => total + item.quantidade * (item.preco_unitario_centavos ?? 0), 0);
+}

@@ -1,5 +1,5 @@
 // Production orders (contract §2.1, §3; DESIGN §10): the values of their fields and the
-// transitions the database enforces (sql/0005_regras.sql). Orders change situacao in the
+// transitions the database enforces (sql/code/common.sql, transicao_permitida). Orders change situacao in the
 // application (the operator CLI stands in for it), never through the API.
 
 export const PEDIDO_TIPOS = ['cliente', 'estoque'] as const;

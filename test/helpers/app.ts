@@ -27,6 +27,8 @@ export async function testConfig(overrides: Record<string, string> = {}): Promis
     REQUEST_LOG_FLUSH_MS: '50',
     SHUTDOWN_GRACE_MS: '2000',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    // Suites send bad keys on purpose; test/auth.test.ts checks the delay itself.
+    REFUSAL_DELAY_MS: '0',
     ...overrides,
   });
 }

@@ -1,11 +1,13 @@
 // Every response the suites receive is checked against the OpenAPI document the service serves:
 // the status must be declared for the operation, the media type and body must match its schema,
-// and declared headers must be present and well-formed. A mismatch fails the test that made the
-// request. Paths the document does not describe (test-only routes, /docs) are not checked.
+// declared headers must be present and well-formed, and a problem's texts must be Portuguese. A
+// mismatch fails the test that made the request. Paths the document does not describe (test-only
+// routes, /docs) are not checked.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { buildOpenApi } from '../../api/openapi.ts';
 import { routes } from '../../api/routes/index.ts';
+import { inEnglish } from './language.ts';
 
 type Json = Record<string, any>;
 
@@ -77,7 +79,15 @@ export function checkConformance(method: string, url: string, status: number, he
   const media = content[mediaType];
   if (!media) throw new ConformanceError(`${where}: media type ${mediaType || '(none)'} not among ${Object.keys(content).join(', ')}`);
   const validate = validator(`${found.operation.operationId}:${status}:${mediaType}`, media.schema);
-  if (!validate(JSON.parse(text))) {
+  const body = JSON.parse(text);
+  if (!validate(body)) {
     throw new ConformanceError(`${where}: body does not match the document: ${ajv.errorsText(validate.errors, { separator: '; ' })}`);
+  }
+  if (mediaType === 'application/problem+json') {
+    // What a client reads of a refusal is Portuguese (issue 18): its title, detail and each mensagem.
+    const problem = body as { title: string; detail: string; erros?: { campo: string; mensagem: string }[] };
+    const english = inEnglish([{ at: 'title', text: problem.title }, { at: 'detail', text: problem.detail },
+      ...(problem.erros ?? []).map((e) => ({ at: `erros ${e.campo}`, text: e.mensagem }))]);
+    if (english.length) throw new ConformanceError(`${where}: English in the problem: ${english.join(' | ')}`);
   }
 }

@@ -19,6 +19,9 @@ export async function eventos(db: Db, contaId: string, ...tipos: string[]): Prom
 }
 
 /** Events about one quotation or order (by dados.id, or dados.cotacao_id for link.aberto). */
+/** The external references of a record made without them, as its events carry them. */
+export const SEM_REFERENCIAS = { referencia_externa: null, metadados: {} };
+
 export async function eventosDe(db: Db, contaId: string, id: string): Promise<Evento[]> {
   return (await eventos(db, contaId)).filter((e) => e.dados.id === id || e.dados.cotacao_id === id);
 }

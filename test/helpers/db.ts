@@ -1,7 +1,8 @@
 // A fresh database per suite, cloned from the migrated template that test/run.ts prepared.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createDatabasePool, type Pool } from '../../shared/db/pool.ts';
+import { createDatabasePool, type Pool, type Tx } from '../../shared/db/pool.ts';
+import { applyDatabaseSettings } from '../../shared/db/release.ts';
 
 function env(name: string): string {
   const value = process.env[name];
@@ -18,6 +19,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(name)} TEMPLATE ${admin.escapeIdentifier(env('TEST_TEMPLATE_DB'))}`);
+    // A clone does not inherit the template's database settings (the release's search_path).
+    await applyDatabaseSettings(admin, name);
   } finally {
     await admin.end();
   }
@@ -41,4 +44,18 @@ export async function createEmptyDatabase(): Promise<{ url: string; name: string
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return { url: url.toString(), name };
+}
+
+class Rollback extends Error {}
+
+/** Runs `work` in a transaction that is rolled back (the database clock stands still within it). */
+export async function rolledBack(pool: Pool, work: (tx: Tx) => Promise<void>): Promise<void> {
+  try {
+    await pool.transaction(async (tx) => {
+      await work(tx);
+      throw new Rollback();
+    });
+  } catch (error) {
+    if (!(error instanceof Rollback)) throw error;
+  }
 }

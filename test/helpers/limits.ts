@@ -3,8 +3,9 @@
 // (now() is fixed within a transaction).
 import { z } from 'zod';
 import { hashToken } from '../../shared/domain/chaves.ts';
-import { AdmissionRow } from '../../api/admission-queue.ts';
+import { AdmissionRow } from '../../api/admission-row.ts';
 import { sql, type Db } from '../../shared/db/pool.ts';
+import type { Prova } from '../../api/admission-row.ts';
 
 export const Admission = z.object({
   outcome: z.string(),
@@ -65,7 +66,11 @@ export async function raisePlan(db: Db, plano: string, change: Partial<Record<'r
     WHERE id = ${plano}`);
 }
 
-export type BatchItem = { token: string; custo?: number; classe?: 'leitura' | 'escrita'; escopo?: string | null };
+export type BatchItem = {
+  token: string; custo?: number; custoMes?: number | null; classe?: 'leitura' | 'escrita'; escopo?: string | null;
+  /** What shows the request may be a repetition (api/repetition.ts). */
+  prova?: Prova | null;
+};
 
 /** One admission batch, as a web process sends it; the rows in the order of the items. */
 export async function admitBatch(
@@ -78,8 +83,9 @@ export async function admitBatch(
     SELECT api_admit_batch(
       ${sql.array(items.map((i) => `\\x${hashToken(i.token).toString('hex')}`), 'text')}::bytea[],
       ${sql.array(items.map((i) => i.escopo ?? null), 'text')}, ${sql.array(items.map(() => null), 'text')},
-      ${sql.array(items.map((i) => i.custo ?? 1), 'int4')}, ${sql.array(items.map((i) => i.classe ?? 'leitura'), 'text')},
-      ${options.holder ?? 'test'}, ${sql.array(release.map((r) => r.contaId), 'uuid')}, ${sql.array(release.map((r) => r.chaveId), 'uuid')}
+      ${sql.array(items.map((i) => i.custo ?? 1), 'int4')}, ${sql.array(items.map((i) => i.custoMes ?? null), 'int4')},
+      ${sql.array(items.map((i) => i.classe ?? 'leitura'), 'text')},
+      ${sql.jsonb(items.map((i) => i.prova ?? null))}, ${options.holder ?? 'test'}, ${sql.array(release.map((r) => r.contaId), 'uuid')}, ${sql.array(release.map((r) => r.chaveId), 'uuid')}
     )::text AS admissions`);
   return z.array(AdmissionRow).parse(JSON.parse(String(json)));
 }

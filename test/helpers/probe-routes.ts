@@ -1,7 +1,8 @@
 // Routes that exist only in tests, to exercise the pipeline itself: a scoped route, a route that
 // throws, and a route with a JSON body.
 import { z } from 'zod';
-import { defineRoute, oneResource } from '../../api/routes/types.ts';
+import { oneResource } from '../../api/cost.ts';
+import { defineRoute } from '../../api/routes/types.ts';
 import { sql } from '../../shared/db/pool.ts';
 import { criarCanal } from '../../shared/db/canais.ts';
 import { naoEncontrado, regraRecusou } from '../../shared/errors.ts';
@@ -9,6 +10,8 @@ import { conditionalHeaders, conditionalReply, etagFor } from '../../api/etag.ts
 import { idempotencyHeaders } from '../../api/idempotency.ts';
 
 export const SECRET_IN_ERROR = 'segredo-interno-nao-pode-vazar';
+/** Carried by a request (query and body): no log line may contain it. */
+export const SECRET_IN_REQUEST = 'segredo-do-cliente-7f3a';
 
 export const probeRoutes = [
   defineRoute({
@@ -35,6 +38,40 @@ export const probeRoutes = [
     responses: { 200: { description: 'never' } },
     handler: async () => {
       throw new Error(`boom: ${SECRET_IN_ERROR}`);
+    },
+  }),
+  defineRoute({
+    operationId: 'probeFailingSql',
+    method: 'POST',
+    path: '/teste/falha-sql',
+    tag: 'Teste',
+    summary: 'a statement that fails, carrying the values of the request',
+    scope: null,
+    permission: null,
+    cost: () => ({ units: 2, classe: 'write' }),
+    query: z.object({ filtro: z.string() }).strict(),
+    body: z.object({ segredo: z.string() }).strict(),
+    responses: { 200: { description: 'never' } },
+    handler: async ({ query, body, db }) => {
+      await db.query(sql.unsafe`SELECT funcao_que_nao_existe(${query.filtro}, ${body.segredo})`);
+      return { status: 200 };
+    },
+  }),
+  defineRoute({
+    operationId: 'probeDomain',
+    method: 'POST',
+    path: '/teste/dominio',
+    tag: 'Teste',
+    summary: 'a value the validation let through that the database refuses',
+    scope: null,
+    permission: null,
+    cost: () => ({ units: 2, classe: 'write' }),
+    body: z.object({ valor: z.string(), como: z.enum(['int', 'unico']) }).strict(),
+    responses: { 200: { description: 'never' } },
+    handler: async ({ body, db, caller }) => {
+      if (body.como === 'int') await db.query(sql.unsafe`SELECT ${body.valor}::int`);
+      else for (let i = 0; i < 2; i++) await db.query(sql.unsafe`INSERT INTO produtos (conta_id, sku, nome) VALUES (${caller.contaId}, ${body.valor}, 'x')`);
+      return { status: 200 };
     },
   }),
   defineRoute({

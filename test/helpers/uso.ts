@@ -52,3 +52,20 @@ export async function custosDasLeituras(
   }
   return medidos;
 }
+
+/**
+ * Counters per minute restart with each minute: a comparison across requests must not straddle one.
+ * Waits out the last seconds of the database's minute when a test starts in them.
+ */
+export async function awayFromMinuteBoundary(db: Db): Promise<void> {
+  const second = Number(await db.oneFirst(sql.unsafe`SELECT extract(second FROM now())::float8`));
+  if (second > 55) await new Promise((resolve) => setTimeout(resolve, (60.2 - second) * 1000));
+}
+
+/** The minute's counter of a class planted at `used`, in the current minute (away from its end). */
+export async function spendMinute(db: Db, contaId: string, classe: 'leitura' | 'escrita', used: number): Promise<void> {
+  await awayFromMinuteBoundary(db);
+  await db.query(sql.typeAlias('void')`
+    INSERT INTO minute_windows (conta_id, classe, window_start, used) VALUES (${contaId}, ${classe}, date_trunc('minute', now()), ${used})
+    ON CONFLICT (conta_id, classe) DO UPDATE SET used = excluded.used, window_start = excluded.window_start`);
+}

@@ -1,34 +1,20 @@
-// Every ten minutes: re-enqueue deliveries whose pg-boss job is gone (a job that failed past its
-// retries, or was deleted), drop hourly counters older than two days, and delete relayed events
-// past their retention in batches.
+// Every ten minutes: give deliveries whose pg-boss job was lost (failed past its retries, or
+// deleted) back to the scheduler, and purge what is past its retention: hourly counters after two
+// days, events (with their deliveries and attempts) 30 days after their relay and last delivery.
 import { notifyDeliveriesDue } from '../../shared/db/delivery-ops.ts';
-import {
-  deleteOldEvents,
-  deleteOldHourlyCounters,
-  forgetJob,
-  longEnqueuedDeliveries,
-} from '../../shared/db/delivery-maintenance.ts';
+import { forgetLostJobs } from '../../shared/db/delivery-maintenance.ts';
+import { inBatches, purge } from '../../shared/db/retention.ts';
 import { DELIVERY_QUEUE } from '../webhooks/queue.ts';
 import type { JobDef } from './types.ts';
-
-const BATCH = 1_000;
-const LIVE = new Set(['created', 'retry', 'active']);
 
 export const webhookMaintenance: JobDef = {
   name: 'webhook-maintenance',
   cron: '*/10 * * * *',
-  handler: async (_jobs, { pool, boss, log }) => {
-    let rescued = 0;
-    for (const d of await longEnqueuedDeliveries(pool, 200)) {
-      // A job still queued behind a backlog is left alone; only a job that can no longer run is replaced.
-      const job = await boss.getJobById(DELIVERY_QUEUE, d.job_id);
-      if (job && LIVE.has(job.state)) continue;
-      if (await forgetJob(pool, d.conta_id, d.id, d.job_id)) rescued++;
-    }
+  handler: async (_jobs, { pool, log }) => {
+    const rescued = await inBatches(1_000, (limit) => forgetLostJobs(pool, DELIVERY_QUEUE, limit));
     if (rescued > 0) await notifyDeliveriesDue(pool);
-    const counters = await deleteOldHourlyCounters(pool);
-    let events = 0;
-    for (let n = BATCH; n === BATCH; events += n) n = await deleteOldEvents(pool, BATCH);
+    const counters = await purge(pool, 'webhook_uso_por_hora');
+    const events = await purge(pool, 'outbox');
     log.info({ rescued, counters, events }, 'webhook maintenance');
   },
 };

@@ -1,0 +1,28 @@
+// Conditional lists: every page of a list carries an ETag (its content's), and an If-None-Match
+// that names it is a 304 at the price of §8.2 (1 in the burst, 0 in the month), so a poller that
+// finds nothing new pays nothing against its month. The page is known only once read, so a list GET
+// with If-None-Match is admitted as a repetition (repetition.ts); when its page changed, the rest of
+// its price is charged before it is answered, and a ceiling that refuses the rest makes it a 429.
+import type { Request } from 'restify';
+import { topUp } from './admission.ts';
+import type { Cost } from './cost.ts';
+import { etagForPage, ifNoneMatchMatches } from './etag.ts';
+import type { RequestState } from './request-state.ts';
+import type { AnyRoute, Deps, Reply } from './routes/types.ts';
+
+export const isConditionalList = (route: AnyRoute) => !!route.conditional && 'lista' in route.conditional;
+
+export async function conditionalPage(deps: Deps, req: Request, route: AnyRoute, cost: Cost, state: RequestState, reply: Reply): Promise<Reply> {
+  if (reply.status !== 200) return reply;
+  const etag = etagForPage(reply.body);
+  const headers = { ...reply.headers, ETag: etag };
+  if (ifNoneMatchMatches(req.headers['if-none-match'], etag)) return { status: 304, headers, billing: 'not_modified' };
+  if (state.charge?.repeticao) {
+    const whole = await topUp(deps.admissions, req.headers.authorization, route, cost);
+    Object.assign(state.headers, whole.headers);
+    if (!whole.ok) throw whole.error;
+    state.charge = whole.charge;
+    state.cost = whole.charge.month;
+  }
+  return { ...reply, headers };
+}

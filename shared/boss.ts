@@ -1,0 +1,27 @@
+// pg-boss, with its schema in the service's database. The worker runs it fully; the web process
+// only sends jobs; the release installs its schema.
+import { PgBoss } from 'pg-boss';
+
+export const BOSS_SCHEMA = 'pgboss';
+
+export function createBoss(
+  databaseUrl: string,
+  options: { max?: number; supervise?: boolean; schedule?: boolean; applicationName?: string } = {},
+): PgBoss {
+  return new PgBoss({
+    connectionString: databaseUrl,
+    schema: BOSS_SCHEMA,
+    application_name: options.applicationName ?? 'worker',
+    max: options.max ?? 10,
+    supervise: options.supervise ?? true,
+    schedule: options.schedule ?? true,
+  });
+}
+
+/** Creates or upgrades pg-boss's own schema (pg-boss migrates it under its own lock). */
+export async function installBossSchema(databaseUrl: string): Promise<void> {
+  const boss = createBoss(databaseUrl, { max: 2, supervise: false, schedule: false, applicationName: 'release' });
+  boss.on('error', () => undefined);
+  await boss.start();
+  await boss.stop({ graceful: false });
+}

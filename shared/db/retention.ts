@@ -1,0 +1,73 @@
+// What the service keeps, for how long, and the purges that enforce it (README, "Retention and
+// purges"; the worker's jobs run them). A purge deletes in batches, each statement a transaction of
+// its own, so a backlog of any size never holds more than one batch of row locks, for one short
+// statement; and it skips rows another transaction holds (a request replacing an expired
+// idempotency record), which the next run takes, so a purge never queues behind a writer.
+import { sql, type Db } from './pool.ts';
+
+export const RETENTION = {
+  /** Idempotency records: 24 hours from the request (contract §8.4; the column's default sets expires_at). */
+  idempotencyHours: 24,
+  /** The request log, from the request. */
+  requestLogDays: 30,
+  /** Events, from their relay and from the end of their last delivery, with their deliveries and attempts. */
+  outboxDays: 30,
+  /** Suspensions of keys, from their start (GET /conta and the e-mail read the last 24 hours). */
+  suspensoesDays: 30,
+  /** Hourly delivery counters (only the current hour is ever read). */
+  hourlyCountersDays: 2,
+} as const;
+
+type Purge = { table: string; key: readonly string[]; due: ReturnType<typeof sql.fragment>; batch: number };
+
+const PURGES = {
+  idempotency_keys: {
+    table: 'idempotency_keys', key: ['conta_id', 'chave_id', 'key'], batch: 5_000,
+    due: sql.fragment`expires_at <= now()`,
+  },
+  request_log: {
+    table: 'request_log', key: ['requisicao_id'], batch: 5_000,
+    due: sql.fragment`created_at < now() - make_interval(days => ${RETENTION.requestLogDays})`,
+  },
+  // An event stays while a delivery of it is pending or ended within the period: an operator's
+  // replay of an old event keeps its new attempts the full period. Deleting an event deletes its
+  // deliveries and their attempts (foreign keys ON DELETE CASCADE), in the same short transaction.
+  outbox: {
+    table: 'outbox', key: ['conta_id', 'id'], batch: 1_000,
+    due: sql.fragment`relayed_at < now() - make_interval(days => ${RETENTION.outboxDays})
+      AND NOT EXISTS (SELECT 1 FROM deliveries d
+                       WHERE d.conta_id = outbox.conta_id AND d.event_id = outbox.id
+                         AND (d.status = 'pending' OR d.completed_at >= now() - make_interval(days => ${RETENTION.outboxDays})))`,
+  },
+  // Suspensions of keys (what operators read to answer why a key was suspended), from their start.
+  suspensoes: {
+    table: 'suspensoes', key: ['conta_id', 'chave_id', 'id'], batch: 5_000,
+    due: sql.fragment`inicio < now() - make_interval(days => ${RETENTION.suspensoesDays})`,
+  },
+  webhook_uso_por_hora: {
+    table: 'webhook_uso_por_hora', key: ['conta_id', 'hora'], batch: 5_000,
+    due: sql.fragment`hora < now() - make_interval(days => ${RETENTION.hourlyCountersDays})`,
+  },
+} as const satisfies Record<string, Purge>;
+
+export type Purgeable = keyof typeof PURGES;
+
+/** Runs `step` (which handles at most `batch` rows in a transaction of its own) until it handles fewer; the total. */
+export async function inBatches(batch: number, step: (limit: number) => Promise<number>): Promise<number> {
+  let total = 0;
+  for (let n = batch; n === batch; total += n) n = await step(batch);
+  return total;
+}
+
+/** Deletes every row of the table that is past its retention; the rows deleted. Not inside a transaction: each batch commits. */
+export async function purge(db: Db, name: Purgeable): Promise<number> {
+  const p: Purge = PURGES[name];
+  const table = sql.identifier([p.table]);
+  const key = sql.join(p.key.map((k) => sql.identifier([k])), sql.fragment`, `);
+  return inBatches(p.batch, async (limit) => {
+    const deleted = await db.query(sql.typeAlias('void')`
+      DELETE FROM ${table} WHERE (${key}) IN (
+        SELECT ${key} FROM ${table} WHERE ${p.due} LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
+    return deleted.rowCount;
+  });
+}

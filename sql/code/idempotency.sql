@@ -1,0 +1,61 @@
+-- Idempotency-Key (contract §4.2 rules 2-5, DESIGN §6): how a write claims its key in the first
+-- statement of its transaction, and how the outcome is kept with the change.
+
+CREATE FUNCTION api_write_claim(p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea)
+RETURNS api_write_claim
+LANGUAGE plpgsql
+-- The record's lookup is by its primary key: an index lookup whatever the statistics say. A plan is
+-- made once per connection; made while the table was empty it was a sequential scan, kept while the
+-- table grew until the next ANALYZE (measured: 90 million rows read in a 15 s benchmark).
+SET enable_seqscan = off
+AS $$
+DECLARE
+  c api_write_claim;
+  k record;
+BEGIN
+  -- Who makes the change, for the triggers.
+  PERFORM set_config('app.via', 'api', true), set_config('app.chave_id', p_chave_id::text, true);
+  c.claim := 'new';
+  IF p_key IS NULL THEN
+    RETURN c;
+  END IF;
+  IF NOT pg_try_advisory_xact_lock(hashtextextended(p_conta_id::text || p_chave_id::text || p_key, 7410204)) THEN
+    c.claim := 'running';
+    RETURN c;
+  END IF;
+  -- A statement of its own: its snapshot is taken after the lock, so it sees what the previous
+  -- holder committed.
+  SELECT i.route, i.request_hash, i.status_code, i.resource_id, i.codigo, i.motivo, i.recusas INTO k
+    FROM idempotency_keys i
+   WHERE i.conta_id = p_conta_id AND i.chave_id = p_chave_id AND i.key = p_key AND i.expires_at > now();
+  IF FOUND THEN
+    IF k.route IS DISTINCT FROM p_route OR k.request_hash IS DISTINCT FROM p_hash THEN
+      c.claim := 'conflito';
+    ELSE
+      c.claim := 'done';
+      c.status_code := k.status_code;
+      c.resource_id := k.resource_id;
+      c.codigo := k.codigo;
+      c.motivo := k.motivo;
+      c.recusas := k.recusas;
+    END IF;
+  END IF;
+  RETURN c;
+END $$;
+
+-- Keeps how a request with an Idempotency-Key ended; an expired record of the key is replaced.
+-- p_recusas: the refused items of a refused batch of movements ([{indice, motivo, mensagem}]).
+CREATE FUNCTION api_idempotency_record(
+  p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea, p_status int, p_resource_id uuid,
+  p_codigo text, p_motivo text, p_recusas jsonb DEFAULT NULL
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO idempotency_keys AS k (conta_id, chave_id, key, route, request_hash, status_code, resource_id, codigo, motivo, recusas)
+  VALUES (p_conta_id, p_chave_id, p_key, p_route, p_hash, p_status, p_resource_id, p_codigo, p_motivo, p_recusas)
+  ON CONFLICT (conta_id, chave_id, key) DO UPDATE
+     SET route = excluded.route, request_hash = excluded.request_hash, status_code = excluded.status_code,
+         resource_id = excluded.resource_id, codigo = excluded.codigo, motivo = excluded.motivo, recusas = excluded.recusas,
+         created_at = now(), expires_at = now() + interval '24 hours'
+   WHERE k.expires_at <= now();
+END $$;

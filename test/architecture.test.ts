@@ -1,0 +1,91 @@
+// The layout's rules, read from the import statements (type imports included): api/ and worker/
+// never import each other, shared/ imports neither (nor ops/), and no module imports itself back
+// through a circle of others.
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { projectRoot } from '../shared/config.ts';
+
+const test = suite('architecture');
+const ROOTS = ['api', 'worker', 'shared', 'ops'];
+
+/** Every .ts module of the roots with the project modules it imports (paths relative to the project). */
+async function importGraph(): Promise<Map<string, string[]>> {
+  const graph = new Map<string, string[]>();
+  for (const root of ROOTS) {
+    for (const file of await readdir(path.join(projectRoot, root), { recursive: true })) {
+      if (!file.endsWith('.ts')) continue;
+      const from = path.join(root, file);
+      const source = await readFile(path.join(projectRoot, from), 'utf8');
+      const specifiers = [...source.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"`;]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g)]
+        .map((m) => m[1] ?? m[2] ?? '')
+        .filter((s) => s.startsWith('.'));
+      graph.set(from, specifiers.map((s) => path.normalize(path.join(path.dirname(from), s))));
+    }
+  }
+  return graph;
+}
+
+/** The strongly connected components with more than one module (or a module importing itself). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let index = 0;
+  const indices = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    indices.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!indices.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) ?? 0, low.get(w) ?? 0));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v) ?? 0, indices.get(w) ?? 0));
+      }
+    }
+    if (low.get(v) === indices.get(v)) {
+      const component: string[] = [];
+      let w: string | undefined;
+      do {
+        w = stack.pop();
+        if (w === undefined) break;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!indices.has(v)) visit(v);
+  return found;
+}
+
+test('the import graph has no circle', async () => {
+  assert.equal(cycles(await importGraph()), []);
+});
+
+const FORBIDDEN: Record<string, string[]> = { api: ['worker', 'ops'], worker: ['api', 'ops'], shared: ['api', 'worker', 'ops'] };
+
+/** Imports that cross a line the layout draws. */
+function crossings(graph: Map<string, string[]>): string[] {
+  const rootOf = (p: string) => p.split(path.sep)[0] ?? '';
+  return [...graph].flatMap(([from, targets]) =>
+    targets.filter((to) => (FORBIDDEN[rootOf(from)] ?? []).includes(rootOf(to))).map((to) => `${from} → ${to}`));
+}
+
+test('api/ and worker/ never import each other; shared/ imports neither, nor ops/', async () => {
+  assert.equal(crossings(await importGraph()), []);
+});
+
+test('the rules can fail: a planted circle and a planted crossing are found', () => {
+  const planted = new Map([['api/a.ts', ['api/b.ts']], ['api/b.ts', ['api/a.ts', 'worker/c.ts']], ['worker/c.ts', []]]);
+  assert.equal(cycles(planted), [['api/a.ts', 'api/b.ts']]);
+  assert.equal(crossings(planted), ['api/b.ts → worker/c.ts']);
+});
+
+test.run();

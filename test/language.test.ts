@@ -1,0 +1,107 @@
+// One language for the reader (issue 18, item 12): every text a client reads is Brazilian
+// Portuguese. The OpenAPI document (summaries, descriptions, tags, headers, parameters, fields,
+// events), the event type catalog, the reference and error pages and the e-mails are checked here
+// for English prose (test/helpers/language.ts); every problem body any suite receives is checked by
+// the conformance check (test/helpers/conformance.ts).
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { z } from 'zod';
+import { REDOC_TEXTS } from '../api/docs.ts';
+import { sql } from '../shared/db/pool.ts';
+import { criarEndpoint, desativarEndpoints } from '../shared/db/webhooks.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { createAccount } from './helpers/fixtures.ts';
+import { client, request } from './helpers/http.ts';
+import { englishWords, inEnglish, readerTexts } from './helpers/language.ts';
+
+const test = suite('one language for the reader');
+let app: TestApp;
+
+test.before(async () => {
+  app = await startTestApp();
+});
+test.after(async () => app.stop());
+
+test('the check finds English prose and passes Portuguese prose, identifiers and code', () => {
+  for (const english of ['Check that the API is up', 'List sales channels', 'View one product', 'A page of channels, oldest first.',
+    'Only records changed at or after this instant.', 'Costs 2 units; a repetition replays the first answer.']) {
+    assert.ok(englishWords(english).length > 0, english);
+  }
+  for (const portuguese of ['Lista os pedidos de produção, do mais antigo ao mais novo.', 'Verifica se a API está no ar',
+    'Se omitido: o preço da faixa do canal para a quantidade (exige canal_id).', 'Um POST do envelope com `webhook-id` e <chave>.',
+    'Sequencial por conta: OP-000001, OP-000002…', 'true quando esta resposta repete uma requisição com a mesma Idempotency-Key.',
+    'Chave de API no cabeçalho Authorization: Bearer <chave>.', 'Se for aprovada, o pedido pode ser criado.']) {
+    assert.equal(englishWords(portuguese), [], portuguese);
+  }
+});
+
+test('every summary, description and title of the served OpenAPI document is Portuguese', async () => {
+  const res = await request(`${app.baseUrl}/openapi.json`);
+  assert.is(res.status, 200);
+  const texts = readerTexts(res.body);
+  assert.ok(texts.length > 150, `${texts.length} texts found`);
+  assert.equal(inEnglish(texts), []);
+});
+
+test('the event type catalog describes each type in Portuguese', async () => {
+  const account = await createAccount(app.db.pool, { plano: 'farm' });
+  const res = await client(app.baseUrl, account.token).get('/tipos-de-evento');
+  assert.is(res.status, 200);
+  assert.equal(inEnglish(res.body.dados.map((t: { tipo: string; descricao: string }) => ({ at: t.tipo, text: t.descricao }))), []);
+});
+
+test('validation messages are Brazilian Portuguese (zod\'s pt-BR, not Portugal\'s pt)', async () => {
+  const account = await createAccount(app.db.pool, { plano: 'farm', escopos: ['catalogo:ler'] });
+  const res = await client(app.baseUrl, account.token).get('/canais?limite=101');
+  assert.is(res.status, 400);
+  assert.match(res.body.erros[0].mensagem, /^Grande demais/);
+});
+
+const pageText = (html: string) => html.replace(/<(script|style)[\s\S]*?<\/\1>/g, ' ').replace(/<[^>]+>/g, ' ').replace(/&[a-z]+;/g, ' ');
+
+test('the reference page, its Redoc labels and the error page are Portuguese', async () => {
+  const origin = new URL(app.baseUrl).origin;
+  for (const path of ['/docs', '/docs/erros']) {
+    const res = await request(`${origin}${path}`);
+    assert.is(res.status, 200, path);
+    assert.match(res.text, '<html lang="pt-BR">', path);
+    assert.equal(englishWords(pageText(res.text)), [], path);
+  }
+  const init = await request(`${origin}/docs/init.js`);
+  const labels = JSON.parse(/labels: (\{.*\}),/.exec(init.text)?.[1] ?? '{}') as Record<string, string>;
+  for (const key of ['responses', 'requestSamples', 'responseSamples', 'downloadSpecification', 'example', 'default']) {
+    assert.type(labels[key], 'string', key);
+  }
+  assert.equal(inEnglish(Object.entries(labels).map(([at, text]) => ({ at, text }))), []);
+  const bundle = (await request(`${origin}/docs/redoc.standalone.js`)).text;
+  for (const [from, to] of REDOC_TEXTS) {
+    assert.ok(bundle.includes(to) && !bundle.includes(from), `Redoc renders ${to}, not ${from}`);
+  }
+});
+
+const Email = z.object({ kind: z.string(), subject: z.string(), body: z.string() });
+
+test('the e-mails to a key\'s creator and an endpoint\'s creator are Portuguese', async () => {
+  const account = await createAccount(app.db.pool, { plano: 'farm' });
+  // The month used up: twenty refusals in a row suspend the key and e-mail its creator.
+  await app.db.pool.query(sql.unsafe`
+    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 750000)`);
+  for (let i = 0; i < 20; i++) assert.is((await client(app.baseUrl, account.token).get('/saude')).status, 429);
+  // An endpoint disabled by its receiver (410), another by five days of failures.
+  await app.db.pool.transaction(async (tx) => {
+    const endpoint = (url: string) => criarEndpoint(tx, { contaId: account.contaId, usuarioId: account.usuarioId, url, tipos: [], descricao: null });
+    const gone = await endpoint('https://erp.example.com/a');
+    const failing = await endpoint('https://erp.example.com/b');
+    await tx.query(sql.unsafe`UPDATE webhook_endpoints SET falhando_desde = now() - interval '6 days' WHERE id = ${failing.id}`);
+    await desativarEndpoints(tx, [
+      { contaId: account.contaId, endpointId: gone.id, motivo: 'recebedor_410' },
+      { contaId: account.contaId, endpointId: failing.id, motivo: 'falhas_5_dias' },
+    ]);
+  });
+  const emails = await app.db.pool.any(sql.type(Email)`
+    SELECT kind, subject, body FROM outgoing_emails WHERE conta_id = ${account.contaId} ORDER BY created_at, kind`);
+  assert.equal(emails.map((e) => e.kind).sort(), ['chave_suspensa', 'webhook_endpoint_desativado', 'webhook_endpoint_desativado']);
+  assert.equal(inEnglish(emails.flatMap((e) => [{ at: `${e.kind} subject`, text: e.subject }, { at: `${e.kind} body`, text: e.body }])), []);
+});
+
+test.run();
