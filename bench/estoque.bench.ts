@@ -164,7 +164,8 @@ accounts and variations (alternating exits and entries of 1, a new Idempotency-K
 so nothing is refused; autocannon in this process, the API (DB_POOL_SIZE 10) and the baseline
 (pg.Pool of 10) each in their own process, PostgreSQL ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded (default settings, fsync on)'};
 ${SECONDS} s per run after 2 s of warm-up; the baseline and the movements run alternately ${PAIRS} times, and
-the pair with the median ratio is in the table. The catalog page is one query (json_agg in lateral subqueries),
+the pair with the median ratio is in the table (the machine's speed drifts between runs). The
+catalog page is one query (json_agg in lateral subqueries),
 read from ${CATALOG_ACCOUNTS} accounts of ${CATALOG_PRODUCTS} products each.
 
 | run | req/s | p50 ms | p99 ms | non-2xx/errors | CPU µs per request |
