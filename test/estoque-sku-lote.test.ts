@@ -12,7 +12,7 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto, definirSaldo, saldoDe, type ProdutoFixture } from './helpers/catalogo.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
-import { cobrado, lerUso, planoMedidor, settled } from './helpers/uso.ts';
+import { awayFromMinuteBoundary, cobrado, lerUso, minuteUsed, planoMedidor, settled } from './helpers/uso.ts';
 
 const test = suite('stock movements by SKU and in batches');
 let app: TestApp;
@@ -275,9 +275,10 @@ test('the minute counter is the writes\', up to the burst\'s size; the month tak
   const pequena = await createAccount(app.db.pool, { plano: 'lote_rajada_10' });
   const produto = await criarProdutoCompleto(app.db.pool, pequena.contaId);
   await app.db.pool.query(sql.unsafe`DELETE FROM minute_windows WHERE conta_id = ${pequena.contaId}`);
+  await awayFromMinuteBoundary(app.db.pool);
   const uso = () => app.db.pool.one(sql.type(z.object({ escrita: z.number(), leitura: z.number(), mes: z.number() }))`
-    SELECT coalesce((SELECT used FROM minute_windows WHERE conta_id = ${pequena.contaId} AND classe = 'escrita'), 0)::int AS escrita,
-           coalesce((SELECT used FROM minute_windows WHERE conta_id = ${pequena.contaId} AND classe = 'leitura'), 0)::int AS leitura,
+    SELECT ${minuteUsed(pequena.contaId, 'escrita')} AS escrita,
+           ${minuteUsed(pequena.contaId, 'leitura')} AS leitura,
            coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${pequena.contaId}), 0)::int AS mes`);
   const res = await lote(Array.from({ length: 30 }, () => ({ tipo: 'entrada', variacao_id: v(produto), quantidade: 1, motivo: 'outro' })), { token: pequena.token });
   assert.is(res.status, 201, res.text);

@@ -9,7 +9,7 @@ import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
-import { awayFromMinuteBoundary } from './helpers/uso.ts';
+import { awayFromMinuteBoundary, minuteUsed } from './helpers/uso.ts';
 import { probeRoutes, slowRoutes } from './helpers/probe-routes.ts';
 import { startSmtpReceiver, type SmtpReceiver } from './helpers/smtp.ts';
 
@@ -38,8 +38,8 @@ const usage = (account: TestAccount) =>
     SELECT coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${account.contaId}), 0)::int AS mes,
            (SELECT tokens FROM rate_buckets WHERE chave_id = ${account.chaveId})::float8 AS tokens,
            (SELECT extract(epoch FROM refreshed_at) FROM rate_buckets WHERE chave_id = ${account.chaveId})::float8 AS at,
-           coalesce((SELECT used FROM minute_windows WHERE conta_id = ${account.contaId} AND classe = 'leitura'), 0)::int AS leitura,
-           coalesce((SELECT used FROM minute_windows WHERE conta_id = ${account.contaId} AND classe = 'escrita'), 0)::int AS escrita`);
+           ${minuteUsed(account.contaId, 'leitura')} AS leitura,
+           ${minuteUsed(account.contaId, 'escrita')} AS escrita`);
 
 /** Settlements are batched: write them now rather than wait for the batch. */
 const settled = () => app.web.flush();

@@ -12,7 +12,7 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto } from './helpers/catalogo.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { request, type TestResponse } from './helpers/http.ts';
-import { awayFromMinuteBoundary, spendMinute } from './helpers/uso.ts';
+import { awayFromMinuteBoundary, minuteUsed, spendMinute } from './helpers/uso.ts';
 
 const test = suite('limits: 304s and repetitions at every ceiling');
 let app: TestApp;
@@ -49,8 +49,8 @@ const replay = (c: Conta) => criar(c, c.chave, c.quotation);
 
 const counters = (c: TestAccount) => app.db.pool.one(sql.type(z.object({ mes: z.number(), leitura: z.number(), escrita: z.number() }))`
   SELECT coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${c.contaId}), 0)::int AS mes,
-         coalesce((SELECT used FROM minute_windows WHERE conta_id = ${c.contaId} AND classe = 'leitura'), 0)::int AS leitura,
-         coalesce((SELECT used FROM minute_windows WHERE conta_id = ${c.contaId} AND classe = 'escrita'), 0)::int AS escrita`);
+         ${minuteUsed(c.contaId, 'leitura')} AS leitura,
+         ${minuteUsed(c.contaId, 'escrita')} AS escrita`);
 
 function limited(res: TestResponse, limite: RegExp) {
   assert.is(res.status, 429, res.text);

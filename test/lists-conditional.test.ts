@@ -11,7 +11,7 @@ import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
-import { awayFromMinuteBoundary, spendMinute } from './helpers/uso.ts';
+import { awayFromMinuteBoundary, minuteUsed, spendMinute } from './helpers/uso.ts';
 
 const test = suite('conditional lists');
 let app: TestApp;
@@ -35,7 +35,7 @@ async function account(): Promise<TestAccount> {
 
 const counters = (a: TestAccount) => app.db.pool.one(sql.type(z.object({ mes: z.number(), leitura: z.number() }))`
   SELECT coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${a.contaId}), 0)::int AS mes,
-         coalesce((SELECT used FROM minute_windows WHERE conta_id = ${a.contaId} AND classe = 'leitura'), 0)::int AS leitura`);
+         ${minuteUsed(a.contaId, 'leitura')} AS leitura`);
 
 test('every list of the route table answers with an ETag and declares its 304', () => {
   const lists = routes.filter((r) => r.method === 'GET' && r.query && 'cursor' in ((z.toJSONSchema(r.query, { io: 'input', unrepresentable: 'any' }) as { properties?: object }).properties ?? {}));

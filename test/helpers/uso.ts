@@ -12,6 +12,15 @@ export const lerUso = (db: Db, contaId: string, chaveId: string): Promise<Uso> =
            coalesce((SELECT tokens FROM rate_buckets WHERE chave_id = ${chaveId}), 0)::float8 AS tokens,
            coalesce((SELECT extract(epoch FROM refreshed_at) FROM rate_buckets WHERE chave_id = ${chaveId}), 0)::float8 AS at`);
 
+/**
+ * The calls of a class counted in the current minute. A window of an earlier minute counts 0:
+ * admission restarts it only at its next charge, so reading its `used` after a minute boundary
+ * would count the previous minute's calls.
+ */
+export const minuteUsed = (contaId: string, classe: 'leitura' | 'escrita') => sql.fragment`
+  coalesce((SELECT used FROM minute_windows
+             WHERE conta_id = ${contaId} AND classe = ${classe} AND window_start = date_trunc('minute', now())), 0)::int`;
+
 /** Settlements are batched: write them now instead of waiting for the batch. */
 export const settled = (app: { web: { flush(): Promise<void> } }) => app.web.flush();
 
