@@ -3,9 +3,8 @@
 // request still gets exactly the decision it would get alone.
 import { z } from 'zod';
 import { sql, type Pool } from '../shared/db/pool.ts';
-import { ApiError, describeError } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
-import { Batcher } from './batcher.ts';
+import { Batcher, isUnavailability } from './batcher.ts';
 import { AdmissionRow } from './admission-row.ts';
 import { RefusalCache } from './refusal-cache.ts';
 import type { Prova } from './admission-row.ts';
@@ -42,7 +41,7 @@ export class AdmissionQueue {
     // waiting. A second one goes only when the first has stalled (waiting on a lock or a slow
     // disk), so one slow batch never holds every request of the process.
     const onSplit = (error: unknown, size: number) =>
-      deps.log.warn({ err: describeError(error), size }, 'an admission batch failed as a whole; split to find the request at fault');
+      deps.log.warn({ err: error, size }, 'an admission batch failed as a whole; split to find the request at fault');
     this.#batcher = new Batcher({ lanes: 2, stallMs: 20, maxBatch: 500, waitBudgetMs, onSplit }, (batch) => this.#send(batch));
   }
 
@@ -80,7 +79,7 @@ export class AdmissionQueue {
     } catch (error) {
       // A 503 may leave the statement running, to commit later; any other error is the statement's
       // own, and nothing of it committed.
-      if (work && error instanceof ApiError && error.status === 503) this.#afterFailure(work, batch, releases);
+      if (work && isUnavailability(error)) this.#afterFailure(work, batch, releases);
       else limits.returnReleases(releases);
       throw error;
     }

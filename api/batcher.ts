@@ -74,7 +74,7 @@ export class Batcher<T, R> {
     this.#schedule();
   }
 
-  /** Sends part of a failed batch (part of the same lane); a part that fails too is split again. */
+  /** Sends a batch, or part of a failed one (in the same lane); one that fails as a whole is split. */
   async #attempt(part: Waiting<T, R>[]): Promise<void> {
     try {
       const results = await this.#run(part.map((w) => w.item));
@@ -106,21 +106,16 @@ export class Batcher<T, R> {
   #send(batch: Waiting<T, R>[]): void {
     const id = ++this.#sent;
     this.#inFlight.set(id, performance.now());
-    this.#run(batch.map((w) => w.item))
-      .then(
-        (results) => batch.forEach((w, i) => w.resolve(results[i] as R)),
-        (error: unknown) => (batch.length > 1 && !isUnavailability(error) ? this.#split(batch, error) : batch.forEach((w) => w.reject(error))),
-      )
-      .finally(() => {
-        this.#inFlight.delete(id);
-        if (this.#stallTimer) clearTimeout(this.#stallTimer);
-        this.#stallTimer = null;
-        this.#schedule();
-      });
+    void this.#attempt(batch).finally(() => {
+      this.#inFlight.delete(id);
+      if (this.#stallTimer) clearTimeout(this.#stallTimer);
+      this.#stallTimer = null;
+      this.#schedule();
+    });
   }
 }
 
 /** A 503 (the database unreachable, or past its wait budget): no request of the batch is to blame. */
-function isUnavailability(error: unknown): boolean {
+export function isUnavailability(error: unknown): boolean {
   return error instanceof ApiError && error.status === 503;
 }

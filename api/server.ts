@@ -9,7 +9,6 @@ import { buildOpenApi } from './openapi.ts';
 import { routeHandler, sendError } from './pipeline.ts';
 import type { RequestLog } from './request-log.ts';
 import { requestState, startRequest } from './request-state.ts';
-import { writeReply } from './respond.ts';
 import { routes } from './routes/index.ts';
 import type { AnyRoute, Deps } from './routes/types.ts';
 

@@ -6,7 +6,6 @@
 import type { FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { sql, type Pool } from '../shared/db/pool.ts';
-import { describeError } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import { Batcher } from './batcher.ts';
 import type { CircuitBreaker } from './breaker.ts';
@@ -54,7 +53,7 @@ export class WriteQueue {
     let batcher = this.#batchers.get(kind);
     if (!batcher) {
       const onSplit = (error: unknown, size: number) =>
-        this.#log?.warn({ err: describeError(error), batch: kind.name, size }, 'a write batch failed as a whole; split to find the request at fault');
+        this.#log?.warn({ err: error, batch: kind.name, size }, 'a write batch failed as a whole; split to find the request at fault');
       batcher = new Batcher({ lanes: LANES, stallMs: 0, maxBatch: MAX_BATCH, waitBudgetMs: this.#waitBudgetMs, onSplit }, (batch) => this.#send(kind, batch));
       this.#batchers.set(kind, batcher);
     }

@@ -15,6 +15,7 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto, definirSaldo, saldoDe, semLimites } from './helpers/catalogo.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
+import { capturedLog } from './helpers/log-lines.ts';
 import { slowRoutes } from './helpers/probe-routes.ts';
 
 const test = suite('fault isolation in batches');
@@ -85,11 +86,12 @@ const movimento = (observacao?: string): MovimentoPedido => {
   return { ...body, contaId: a.contaId, chaveId: a.chaveId, chave: { key: randomUUID(), route: 'postEstoqueMovimento', hash: bodyHash(body) } };
 };
 
-test('one bad byte in a batch of movements fails only its own movement', async () => {
+test('one bad byte in a batch of movements fails only its own movement; the split is logged with its SQLSTATE', async () => {
   const antes = await saldoDe(app.db.pool, a.contaId, variacao);
   const sizes: number[] = [];
   const kind = { name: 'movimentos_isolamento', call: (args: readonly unknown[]) => (sizes.push(args.length), movimentosEmLote(args as MovimentoPedido[])) };
-  const writes = new WriteQueue({ pool: app.db.pool, breaker: new CircuitBreaker({ failureThreshold: 3, openMs: 1000, waitBudgetMs: 30_000 }) }, 30_000);
+  const { log, lines } = capturedLog('warn');
+  const writes = new WriteQueue({ pool: app.db.pool, breaker: new CircuitBreaker({ failureThreshold: 3, openMs: 1000, waitBudgetMs: 30_000 }), log }, 30_000);
   // The first goes alone at once; the three after it gather in the next batch, the NUL among them.
   const answers = await Promise.allSettled([movimento(), movimento('boa'), movimento('nul\u0000'), movimento('boa também')].map((m) => writes.write(kind, m)));
   assert.ok(sizes.includes(3), `the bad one shared a batch: ${sizes.join(', ')}`);
@@ -98,6 +100,9 @@ test('one bad byte in a batch of movements fails only its own movement', async (
   const failure = answers[2]?.status === 'rejected' ? answers[2].reason : null;
   assert.is(fromDatabaseError(failure)?.status, 400, 'its own error is a data error: 400, not 500');
   assert.is(await saldoDe(app.db.pool, a.contaId, variacao), antes - 3);
+  const split = lines.find((l) => l.msg === 'a write batch failed as a whole; split to find the request at fault');
+  // Class 22, a data exception: what an operator needs to tell a bad value from a fault.
+  assert.match(String((split?.err as { sqlstate?: string } | undefined)?.sqlstate), /^22/, JSON.stringify(split));
 });
 
 test('a request whose admission cannot even be sent (a cost beyond int4) gets its own 400; the others of its batch are served', async () => {

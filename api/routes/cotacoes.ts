@@ -7,7 +7,7 @@ import type { Db } from '../../shared/db/pool.ts';
 import { ITEM_COTACAO_TIPOS, STATUS_COTACAO, totalConhecido } from '../../shared/domain/cotacoes.ts';
 import { naoEncontrado, totalAcimaDoMaximo, VALOR_MAXIMO_CENTAVOS } from '../../shared/errors.ts';
 import { idempotencyHeaders } from '../idempotency.ts';
-import { etagHeaders, replayHeaders } from '../openapi.ts';
+import { replayHeaders } from '../openapi.ts';
 import { Dia, Instante, ReferenciaExterna, referenciasLidas, referenciasNovas } from '../fields.ts';
 import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from '../lists.ts';
 import { Centavos, DataHora, Id, NomeItem, PorId, Quantidade, Texto } from './cotacoes-campos.ts';

@@ -16,7 +16,7 @@ import {
 } from '../../shared/domain/producao.ts';
 import { escopoInsuficiente, naoEncontrado } from '../../shared/errors.ts';
 import { idempotencyHeaders } from '../idempotency.ts';
-import { etagHeaders, replayHeaders } from '../openapi.ts';
+import { replayHeaders } from '../openapi.ts';
 import { Dia, ReferenciaExterna, referenciasLidas, referenciasNovas } from '../fields.ts';
 import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from '../lists.ts';
 import { Centavos, DataHora, Id, NomeItem, Quantidade } from './cotacoes-campos.ts';

@@ -3,10 +3,7 @@
 // limite on admission, settled to the products actually returned.
 import { z } from 'zod';
 import { listarProdutos, lerProduto, type ProdutoRow } from '../../shared/db/produtos.ts';
-import { naoEncontrado } from '../../shared/errors.ts';
-import { conditionalHeaders, conditionalReply, etagFor } from '../etag.ts';
 import { conditionalList, listResponses, envelope, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery, toPage } from '../lists.ts';
-import { etagHeaders } from '../openapi.ts';
 import { exemploProduto } from './exemplos.ts';
 import type { Cost } from '../cost.ts';
 import { defineRoute } from './types.ts';

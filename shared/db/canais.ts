@@ -1,6 +1,6 @@
 // Queries on sales channels.
 import { z } from 'zod';
-import { pageClauses, type Pagina, type Posicao } from './paging.ts';
+import { pageClauses, type Posicao } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 
 export const CanalRow = z.object({

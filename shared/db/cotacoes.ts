@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { dadosInvalidos, naoEncontrado, regraRecusou, totalAcimaDoMaximo, VALOR_MAXIMO_CENTAVOS } from '../errors.ts';
 import { ITEM_COTACAO_TIPOS, STATUS_COTACAO, STATUS_SO_DA_ROTINA, type StatusCotacao } from '../domain/cotacoes.ts';
-import { pageClauses, type Pagina, type Posicao } from './paging.ts';
+import { pageClauses, type Posicao } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 import { resolverVariacoes } from './referencias.ts';
 

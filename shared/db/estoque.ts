@@ -3,7 +3,7 @@
 // (sql/code/estoque.sql): one round trip that checks, locks, moves and records.
 import { z } from 'zod';
 import type { Motivo } from '../errors.ts';
-import { pageClauses, type Pagina, type Posicao } from './paging.ts';
+import { pageClauses, type Posicao } from './paging.ts';
 import type { FragmentSqlToken } from 'slonik';
 import { sql, type Db } from './pool.ts';
 

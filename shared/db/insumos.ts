@@ -2,7 +2,7 @@
 // the screen's writes. Every change of a balance is recorded in insumo_movimentos; a balance that
 // falls below its minimum emits estoque.baixo through the trigger of 0040.
 import { z } from 'zod';
-import { pageClauses, type Pagina, type Posicao } from './paging.ts';
+import { pageClauses, type Posicao } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 
 export const TIPOS_INSUMO = ['material_cor', 'componente', 'embalagem'] as const;

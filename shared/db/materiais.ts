@@ -2,7 +2,7 @@
 // by json_agg) and the writes of the application's screen (operator CLI). Creating a color also
 // creates its supply balance (insumo material_cor, same id), as the screen does.
 import { z } from 'zod';
-import { pageClauses, type Pagina, type Posicao } from './paging.ts';
+import { pageClauses, type Posicao } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 
 export const TIPOS_MATERIAL = ['filamento', 'resina'] as const;

@@ -12,7 +12,7 @@ import {
   SITUACOES_PEDIDO,
   type PagamentoSituacao,
 } from '../domain/producao.ts';
-import { pageClauses, type Pagina, type Posicao } from './paging.ts';
+import { pageClauses, type Posicao } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 import { resolverVariacoes } from './referencias.ts';
 

@@ -3,7 +3,7 @@
 // so a page of 100 products is one round trip, not one per product.
 import type { FragmentSqlToken, ListSqlToken } from 'slonik';
 import { z } from 'zod';
-import { pageClauses, type Pagina, type Posicao, type SortColumn } from './paging.ts';
+import { pageClauses, type Posicao, type SortColumn } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 
 export const Faixa = z.object({ a_partir_de: z.number().int(), preco_centavos: z.number().int() });
