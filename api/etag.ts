@@ -21,9 +21,9 @@ export function etagFor(id: string, rowVersion: number, variant = ''): string {
   return `"${rowVersion}-${digest}"`;
 }
 
-/** The tag of a page of a list: its content's, so any change of what the page shows changes it. */
-export function etagForPage(body: unknown): string {
-  return `"L-${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 22)}"`;
+/** The tag of a page of a list (its JSON text): its content's, so any change of what the page shows changes it. */
+export function etagForPage(json: string): string {
+  return `"L-${createHash('sha256').update(json).digest('base64url').slice(0, 22)}"`;
 }
 
 const VERSIONED = /^"(\d{1,15})-[\w-]+"$/;

@@ -135,7 +135,7 @@ export function listCost(raw: URLSearchParams): Cost {
 /**
  * What every list declares: its page carries an ETag, and an If-None-Match that names it is a 304
  * at the price of §8.2 (1 in the burst, 0 in the month): a poller that finds nothing new pays
- * nothing against its month (api/pipeline.ts, conditionalPage).
+ * nothing against its month (api/conditional-list.ts).
  */
 export const conditionalList = { conditional: { lista: true }, headers: conditionalHeaders } as const;
 

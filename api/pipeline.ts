@@ -1,5 +1,7 @@
 // The request pipeline (DESIGN §3), the same for every route of the table:
 // authentication → authorization → limits (one admission round trip) → validation → handler.
+// A route priced by its body reads it before admission; a conditional list whose page changed pays
+// the rest of its price after the handler (conditional-list.ts).
 import type { Request, Response } from 'restify';
 import { ApiError, fromDatabaseError } from '../shared/errors.ts';
 import { admit } from './admission.ts';
@@ -65,7 +67,7 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
     : await runWrite(route, ctx, keyed, state);
   const reply = isConditionalList(route) ? await conditionalPage(deps, req, route, cost, state, answered) : answered;
   if (deps.config.VALIDATE_RESPONSES) checkReply(route, reply);
-  if (reply.billing) settle(deps, state, state.charge ?? admission.charge, reply.billing);
+  if (reply.billing) settle(deps, state, state.charge, reply.billing);
   writeReply(res, reply, state.headers);
 }
 

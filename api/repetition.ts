@@ -29,7 +29,7 @@ export function provaOf(route: AnyRoute, params: Record<string, string>, headers
   }
   const ifNoneMatch = headers['if-none-match'];
   if (!route.conditional || typeof ifNoneMatch !== 'string' || ifNoneMatch.length > IF_NONE_MATCH_MAX) return null;
-  // A list's page is known only once read: charged as a repetition until then (pipeline.ts).
+  // A list's page is known only once read: charged as a repetition until then (conditional-list.ts).
   if ('lista' in route.conditional) return { provisoria: true };
   if (!params.id) return null;
   const versoes = versionsIn(ifNoneMatch, params.id.toLowerCase(), route.conditional.variantes ?? ['']);

@@ -49,7 +49,7 @@ export function writeReply(res: Response, reply: Reply, extraHeaders: Record<str
     res.sendRaw(reply.status, '', headers);
     return;
   }
-  const payload = JSON.stringify(reply.body);
+  const payload = reply.json ?? JSON.stringify(reply.body);
   headers['Content-Type'] ??= 'application/json; charset=utf-8';
   headers['Content-Length'] = String(Buffer.byteLength(payload));
   res.sendRaw(reply.status, payload, headers);

@@ -1,7 +1,7 @@
 // What the tenants benchmark sends (bench/tenants.bench.ts): the shape of a request, the
-// neighbour's requests, autocannon runs and their figures. Shared by the main thread, which drives
-// the well-behaved accounts, and the neighbour's worker thread (bench/tenants-neighbour.ts): each
-// load generator has an event loop of its own, so the neighbour's flood does not delay the clock
+// neighbour's requests, autocannon runs and their figures. Shared by the bench's process, which
+// drives the well-behaved accounts, and the neighbour's child process (bench/tenants-neighbour.ts):
+// each load generator has an event loop of its own, so the neighbour's flood does not delay the clock
 // that times the well-behaved requests.
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';

@@ -13,15 +13,14 @@ import { montarEnvelope } from '../../shared/domain/envelope.ts';
 import { TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
 import { dadosInvalidos, naoEncontrado, regraRecusou } from '../../shared/errors.ts';
 import type { Caller } from '../caller.ts';
-import { oneResource } from '../cost.ts';
 import { Instante } from '../fields.ts';
 import { idempotencyHeaders } from '../idempotency.ts';
 import { conditionalList, envelope, listCost, listResponses, toPage, unchangingListQuery } from '../lists.ts';
-import { etagHeaders, replayHeaders } from '../openapi.ts';
-import { conditionalHeaders, conditionalReply, etagFor } from '../etag.ts';
+import { replayHeaders } from '../openapi.ts';
 import { DataHora, Id, PorId } from './cotacoes-campos.ts';
 import { exemploEvento, exemploReenvio, exemploTentativa } from './exemplos.ts';
 import { defineRoute } from './types.ts';
+import { umRegistro } from './um-registro.ts';
 
 const TIPOS = TIPOS_DE_EVENTO.map((t) => t.tipo) as [string, ...string[]];
 const OBJETOS = [...new Set(TIPOS_DE_EVENTO.map((t) => t.objeto))] as [string, ...string[]];
@@ -75,9 +74,11 @@ const Reenvio = z.object({
 
 const leitor = (caller: Caller): Leitor => ({ contaId: caller.contaId, usuarioId: caller.usuarioId });
 
+const EVENTO_AUSENTE = 'O evento não existe nesta conta, ou a chave não vê eventos deste tipo.';
+
 async function eventoOu404(db: Db, caller: Caller, id: string): Promise<EventoRow> {
   const evento = await lerEvento(db, leitor(caller), id);
-  if (!evento) throw naoEncontrado('O evento não existe nesta conta, ou a chave não vê eventos deste tipo.');
+  if (!evento) throw naoEncontrado(EVENTO_AUSENTE);
   return evento;
 }
 
@@ -121,19 +122,12 @@ const getEvento = defineRoute({
     + 'Um evento não muda depois de registrado: o ETag dele vale para sempre, e um If-None-Match com ele é um 304. Escopo eventos:ler.',
   scope: 'eventos:ler',
   permission: null,
-  cost: oneResource,
-  params: PorId,
-  // An event has one version (DESIGN §7: every GET of one record has an ETag).
-  conditional: { tabela: 'outbox' },
-  headers: conditionalHeaders,
-  responses: {
-    200: { description: 'O evento.', schema: Evento, headers: etagHeaders, example: exemploEvento },
-    304: { description: 'O evento enviado antes; sem corpo e sem cobrança no mês.', headers: etagHeaders },
-  },
-  handler: async ({ caller, params, headers, db, deps }) => {
-    const evento = await eventoOu404(db, caller, params.id);
-    return conditionalReply(headers['if-none-match'], etagFor(params.id.toLowerCase(), 1), () => montarEnvelope(deps.config.baseUrl, evento));
-  },
+  ...umRegistro({
+    // An event has one version (DESIGN §7: every GET of one record has an ETag).
+    conditional: { tabela: 'outbox' }, descricao: 'O evento.', schema: Evento, exemplo: exemploEvento,
+    ler: (db, _contaId, id, caller) => lerEvento(db, leitor(caller), id), ausente: EVENTO_AUSENTE,
+    versao: () => 1, apresentar: (evento, _caller, deps) => montarEnvelope(deps.config.baseUrl, evento),
+  }),
 });
 
 const listEntregas = defineRoute({

@@ -37,6 +37,8 @@ export type Reply = {
   billing?: Billing;
   /** The id of what a POST created, kept with its Idempotency-Key for repetitions. */
   resourceId?: string;
+  /** The body already serialized, when something read it whole first (a page's ETag). */
+  json?: string;
 };
 
 export type RouteContext<P, Q, H, B> = {
@@ -101,7 +103,7 @@ export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined,
    * ETag comes from its row_version, in the table named, so admission can tell a 304 before it
    * charges (sql/code/admission_rules.sql, versao_do_recurso). Of a list (lists.ts,
    * conditionalList): its ETag is its page's, known once the page is read, so the request is charged
-   * as a repetition and topped up when the page changed (pipeline.ts, conditionalPage).
+   * as a repetition and topped up when the page changed (conditional-list.ts).
    */
   conditional?:
     | {

@@ -9,7 +9,7 @@ import type { Caller } from '../caller.ts';
 import { oneResource } from '../cost.ts';
 import { conditionalHeaders, conditionalReply, etagFor } from '../etag.ts';
 import { etagHeaders } from '../openapi.ts';
-import type { Reply, RouteContext, RouteDef } from './types.ts';
+import type { Deps, Reply, RouteContext, RouteDef } from './types.ts';
 
 type Conditional = NonNullable<RouteDef<undefined, undefined, undefined, undefined>['conditional']>;
 
@@ -18,14 +18,14 @@ export function umRegistro<S extends z.ZodType, R extends { id: string }>(lido: 
   descricao: string;
   schema: S;
   exemplo: unknown;
-  /** The record in the caller's account, or null. */
-  ler: (db: Db, contaId: string, id: string) => Promise<R | null>;
+  /** The record in the caller's account (and, where it matters, visible to the caller), or null. */
+  ler: (db: Db, contaId: string, id: string, caller: Caller) => Promise<R | null>;
   /** The 404's detail. */
   ausente: string;
   versao: (registro: R) => number;
   /** Which of conditional.variantes this caller reads (a body that differs between callers). */
   variante?: (caller: Caller) => string;
-  apresentar: (registro: R, caller: Caller) => unknown;
+  apresentar: (registro: R, caller: Caller, deps: Deps) => unknown;
 }) {
   return {
     cost: oneResource,
@@ -36,11 +36,11 @@ export function umRegistro<S extends z.ZodType, R extends { id: string }>(lido: 
       200: { description: lido.descricao, schema: lido.schema, headers: etagHeaders, example: lido.exemplo },
       304: { description: 'Nada mudou desde o ETag enviado; sem corpo e sem cobrança no mês.', headers: etagHeaders },
     },
-    handler: async ({ caller, params, headers, db }: RouteContext<{ id: string }, unknown, { 'if-none-match'?: string }, unknown>): Promise<Reply> => {
-      const registro = await lido.ler(db, caller.contaId, params.id);
+    handler: async ({ caller, params, headers, db, deps }: RouteContext<{ id: string }, unknown, { 'if-none-match'?: string }, unknown>): Promise<Reply> => {
+      const registro = await lido.ler(db, caller.contaId, params.id, caller);
       if (!registro) throw naoEncontrado(lido.ausente);
       const etag = etagFor(registro.id, lido.versao(registro), lido.variante?.(caller));
-      return conditionalReply(headers['if-none-match'], etag, () => lido.apresentar(registro, caller));
+      return conditionalReply(headers['if-none-match'], etag, () => lido.apresentar(registro, caller, deps));
     },
   };
 }

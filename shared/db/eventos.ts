@@ -29,6 +29,8 @@ export async function lerEvento(db: Db, leitor: Leitor, id: string): Promise<Eve
   return db.maybeOne(sql.type(EventoRow)`SELECT ${colunas} FROM outbox o WHERE o.id = ${id} AND ${visiveis(leitor)}`);
 }
 
+const EventoPageRow = EventoRow.extend({ cursor_ts: z.string() });
+
 export type FiltroEventos = { limite: number; cursor?: Posicao; tipo?: string; criado_desde?: string; criado_ate?: string };
 
 /** A page of the events the reader may see, newest first, with one row more when another page follows. */
@@ -39,7 +41,7 @@ export async function listarEventos(db: Db, leitor: Leitor, filtro: FiltroEvento
     filtro.criado_desde ? sql.fragment`o.criado_em >= ${filtro.criado_desde}::timestamptz` : sql.fragment`true`,
     filtro.criado_ate ? sql.fragment`o.criado_em < ${filtro.criado_ate}::timestamptz` : sql.fragment`true`,
   ];
-  return db.any(sql.type(EventoRow.extend({ cursor_ts: z.string() }))`
+  return db.any(sql.type(EventoPageRow)`
     SELECT ${colunas}, ${page.cursorColumn}
       FROM outbox o
      WHERE ${visiveis(leitor)} AND ${sql.join(filtros, sql.fragment` AND `)} AND ${page.where}
