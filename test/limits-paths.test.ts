@@ -51,7 +51,7 @@ async function admit(tx: Tx, path: Path, call: Call): Promise<unknown> {
   ], sql.fragment`, `);
   const text = path === 'one'
     ? await tx.oneFirst(sql.type(z.object({ a: z.string() }))`SELECT api_admit_one(${args}) AS a`)
-    : await tx.oneFirst(sql.type(z.object({ a: z.string() }))`SELECT (api_admit_many(${manyArgs}) -> 0)::text AS a`);
+    : await tx.oneFirst(sql.type(z.object({ a: z.string() }))`SELECT (api_admit_many(${manyArgs})::json -> 0)::text AS a`);
   return JSON.parse(String(text));
 }
 

@@ -3,8 +3,9 @@
 -- commit serves all of them. Each request is decided exactly as it would be alone, one after
 -- another within its account.
 --
--- Three statements whatever the batch's size: lock the accounts, read every request with its key,
--- account, plan and counters, write every counter moved. Measured (BENCHMARKS.md): per-request
+-- The same few statements whatever the batch's size: lock the accounts, read every request with its
+-- key, account, plan and counters, write every counter moved (and, only when some request needs
+-- it, read the probes out of their json, mark keys used or suspended, record a suspension). Measured (BENCHMARKS.md): per-request
 -- admission spent most of its database time in the fixed cost of statements, round trips and
 -- commits, not in the work.
 
@@ -19,7 +20,7 @@ CREATE FUNCTION api_admit_many(
   p_holder text,            -- the process serving the requests
   p_release_contas uuid[],  -- requests this process finished since its last batch, whose slots
   p_release_chaves uuid[]   -- are given back here (account and key of each)
-) RETURNS json
+) RETURNS text
 LANGUAGE plpgsql
 -- Its reading statement joins a dozen tables: planned once, not at every call (a custom plan
 -- costs more than the batch it plans for), and never compiled (JIT would cost more than the batch).
@@ -92,7 +93,7 @@ BEGIN
   FOR x IN
     SELECT h.i::int AS i, h.escopo, h.permissao, h.custo, p_custos_mes[h.i] AS custo_mes, h.classe, k.*, (SELECT api_enabled FROM platform) AS api_enabled,
            ik.feita IS NOT NULL OR (p_outras_provas[h.i] IS NOT NULL
-                                    AND admission_repeticao(k.conta_id, k.chave_id, p_outras_provas[h.i], v_now)) AS repeticao,
+                                    AND admission_repeticao(k.conta_id, p_outras_provas[h.i])) AS repeticao,
            b.tokens, b.refreshed_at, wl.window_start AS win_l, wl.used AS used_l, we.window_start AS win_e, we.used AS used_e,
            m.chamadas AS month_charged, ma.unspent AS month_unspent, s.key_slots, s.account_slots
       FROM unnest(p_hashes, p_escopos, p_permissoes, p_custos, p_classes)
@@ -299,5 +300,5 @@ BEGIN
       WHERE t.suspended_now;
   END IF;
 
-  RETURN ('[' || array_to_string(v_out, ',') || ']')::json;
+  RETURN '[' || array_to_string(v_out, ',') || ']';
 END $$;

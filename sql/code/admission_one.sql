@@ -76,7 +76,7 @@ BEGIN
                           AND i.route = p_prova ->> 'rota' AND i.expires_at > v_now + interval '1 minute'
                         LIMIT 1) ik ON p_prova ? 'chave'
     CROSS JOIN LATERAL (SELECT ik.feita IS NOT NULL
-                               OR (p_prova IS NOT NULL AND NOT p_prova ? 'chave' AND admission_repeticao(ch.conta_id, ch.id, p_prova, v_now))
+                               OR (p_prova IS NOT NULL AND NOT p_prova ? 'chave' AND admission_repeticao(ch.conta_id, p_prova))
                                AS repeticao) r
     LEFT JOIN rate_buckets b ON b.chave_id = ch.id
     LEFT JOIN minute_windows w ON w.conta_id = ch.conta_id AND w.classe = CASE WHEN r.repeticao THEN 'leitura' ELSE p_classe END

@@ -75,13 +75,14 @@ END $$;
 --   {"chave": <Idempotency-Key>, "rota": "POST /cotacoes/<id>/status"}: the key has a completed
 --     record on that method and path (a repetition, or a conflict answered at the same price) that
 --     will still be there when the write claims its key: the claim comes after the body, which may
---     take 5 s to arrive, so a record closer than a minute to its expiry does not count;
+--     take 5 s to arrive, so a record closer than a minute to its expiry does not count. This one
+--     admission_one and admission_many look up themselves, joined to the key they read;
 --   {"tabela": …, "id": …, "versoes": [n, …]}: If-None-Match names the resource's current version
 --     ([] stands for *: any version of a record that exists);
 --   {"provisoria": true}: a list GET with If-None-Match, charged as a repetition until the web
 --     process has the page: when it changed, the process charges the rest (api_admit_one with
 --     p_sem_vaga) before it answers 200, and a 429 when that is refused.
-CREATE FUNCTION admission_repeticao(p_conta_id uuid, p_chave_id uuid, p_prova jsonb, p_now timestamptz) RETURNS boolean
+CREATE FUNCTION admission_repeticao(p_conta_id uuid, p_prova jsonb) RETURNS boolean
 -- PL/pgSQL, for the reason given at versao_do_recurso.
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
@@ -89,10 +90,6 @@ DECLARE
 BEGIN
   IF p_prova IS NULL THEN
     RETURN false;
-  ELSIF p_prova ? 'chave' THEN
-    RETURN EXISTS (SELECT FROM idempotency_keys i
-                    WHERE i.conta_id = p_conta_id AND i.chave_id = p_chave_id AND i.key = p_prova ->> 'chave'
-                      AND i.route = p_prova ->> 'rota' AND i.expires_at > p_now + interval '1 minute');
   ELSIF p_prova ? 'provisoria' THEN
     RETURN true;
   ELSIF p_prova ? 'tabela' THEN
@@ -141,17 +138,24 @@ LANGUAGE sql IMMUTABLE AS $$
 $$;
 
 -- The rule of suspension (contract §8.4 leaves the numbers to us): this many consecutive limit
--- refusals suspend a key for this many minutes. One place: admission applies it, GET /conta shows it.
+-- refusals suspend a key for this many minutes. One place: admission applies it, GET /conta and the
+-- e-mail show it. Two scalars, so that admission_suspension is inlined (a function in FROM is not).
+CREATE FUNCTION suspensao_recusas() RETURNS int
+LANGUAGE sql IMMUTABLE AS $$ SELECT 20 $$;
+
+CREATE FUNCTION suspensao_minutos() RETURNS int
+LANGUAGE sql IMMUTABLE AS $$ SELECT 15 $$;
+
 CREATE FUNCTION regra_de_suspensao(OUT recusas int, OUT minutos int)
 LANGUAGE sql IMMUTABLE AS $$
-  SELECT 20, 15
+  SELECT suspensao_recusas(), suspensao_minutos()
 $$;
 
 -- A refusal for limits counts towards suspension: the one that reaches the rule's count suspends the
 -- key. The end of the suspension, or NULL.
 CREATE FUNCTION admission_suspension(p_recusas int, p_now timestamptz) RETURNS timestamptz
 LANGUAGE sql STABLE AS $$
-  SELECT CASE WHEN p_recusas >= r.recusas THEN p_now + make_interval(mins => r.minutos) END FROM regra_de_suspensao() r
+  SELECT CASE WHEN p_recusas >= suspensao_recusas() THEN p_now + make_interval(mins => suspensao_minutos()) END
 $$;
 
 -- The answer to a refusal that counts no limit.

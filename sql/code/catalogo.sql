@@ -47,7 +47,7 @@ CREATE TRIGGER cores_tocar_material AFTER INSERT OR UPDATE OR DELETE ON cores
   FOR EACH ROW EXECUTE FUNCTION cores_tocar_material();
 
 -- A change below a product (variation, part, price tier) already updates its product
--- (catalogo_tocar_produto), so product rows are the only ones to watch.
+-- (variacoes_tocar_produto, catalogo_tocar_produto), so product rows are the only ones to watch.
 CREATE FUNCTION produtos_registrar_mudanca() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN

@@ -115,11 +115,13 @@ BEGIN
   FOR m IN
     SELECT x.i::int AS i,
            -- One key twice in a batch: the second finds the first still running (409).
-           row_number() OVER (PARTITION BY x.conta_id, x.chave_id, p_keys[x.i] ORDER BY x.i) AS vez
+           row_number() OVER (PARTITION BY x.conta_id, x.chave_id, p_keys[x.i] ORDER BY x.i) AS vez,
+           -- A movement by SKU goes where its variation's balance does, and moves it by the variation
+           -- found here (only those pay for the lookup, once); a SKU that names none goes on to
+           -- estoque_movimentar, which says why.
+           coalesce(p_variacoes[x.i], (estoque_variacao_do_sku(x.conta_id, p_skus[x.i])).variacao) AS variacao
       FROM unnest(p_contas, p_chaves) WITH ORDINALITY AS x(conta_id, chave_id, i)
-     -- A movement by SKU goes where its variation's balance does (only those pay for the lookup).
-     ORDER BY x.conta_id, coalesce(p_variacoes[x.i], (estoque_variacao_do_sku(x.conta_id, p_skus[x.i])).variacao),
-              p_partes[x.i], x.i
+     ORDER BY x.conta_id, variacao, p_partes[x.i], x.i
   LOOP
     IF m.vez > 1 AND p_keys[m.i] IS NOT NULL THEN
       v_out[m.i] := '{"claim":"running"}';
@@ -129,7 +131,7 @@ BEGIN
     IF p_isolado THEN
       BEGIN
         SELECT * INTO r FROM api_estoque_movimentar(p_contas[m.i], p_chaves[m.i], p_keys[m.i], p_routes[m.i], p_hashes[m.i],
-          p_tipos[m.i], p_variacoes[m.i], p_skus[m.i], p_partes[m.i], p_quantidades[m.i], p_contados[m.i], p_motivos[m.i],
+          p_tipos[m.i], m.variacao, CASE WHEN m.variacao IS NULL THEN p_skus[m.i] END, p_partes[m.i], p_quantidades[m.i], p_contados[m.i], p_motivos[m.i],
           p_observacoes[m.i], p_referencias[m.i], p_metadados[m.i]);
       EXCEPTION WHEN OTHERS THEN
         v_out[m.i] := json_build_object('erro', SQLSTATE, 'mensagem', SQLERRM)::text;
@@ -137,7 +139,7 @@ BEGIN
       END;
     ELSE
       SELECT * INTO r FROM api_estoque_movimentar(p_contas[m.i], p_chaves[m.i], p_keys[m.i], p_routes[m.i], p_hashes[m.i],
-        p_tipos[m.i], p_variacoes[m.i], p_skus[m.i], p_partes[m.i], p_quantidades[m.i], p_contados[m.i], p_motivos[m.i],
+        p_tipos[m.i], m.variacao, CASE WHEN m.variacao IS NULL THEN p_skus[m.i] END, p_partes[m.i], p_quantidades[m.i], p_contados[m.i], p_motivos[m.i],
         p_observacoes[m.i], p_referencias[m.i], p_metadados[m.i]);
     END IF;
     v_out[m.i] := row_to_json(r)::text;
@@ -166,16 +168,17 @@ DECLARE
 BEGIN
   BEGIN
     FOR it IN
-      SELECT (x.n - 1)::int AS indice, x.item ->> 'tipo' AS tipo, (x.item ->> 'variacao_id')::uuid AS variacao_id,
+      -- An item by SKU is moved by the variation found here (looked up once), as in the batches.
+      SELECT (x.n - 1)::int AS indice, x.item ->> 'tipo' AS tipo,
+             coalesce((x.item ->> 'variacao_id')::uuid, (estoque_variacao_do_sku(p_conta_id, x.item ->> 'sku')).variacao) AS variacao_id,
              x.item ->> 'sku' AS sku, (x.item ->> 'parte_id')::uuid AS parte_id, (x.item ->> 'quantidade')::int AS quantidade,
              (x.item ->> 'contado')::int AS contado, x.item ->> 'motivo' AS motivo, x.item ->> 'observacao' AS observacao,
              x.item ->> 'referencia_externa' AS referencia_externa, x.item -> 'metadados' AS metadados
         FROM jsonb_array_elements(p_itens) WITH ORDINALITY AS x (item, n)
-       ORDER BY coalesce((x.item ->> 'variacao_id')::uuid, (estoque_variacao_do_sku(p_conta_id, x.item ->> 'sku')).variacao),
-                (x.item ->> 'parte_id')::uuid, x.n
+       ORDER BY variacao_id, (x.item ->> 'parte_id')::uuid, x.n
     LOOP
       m := estoque_movimentar(p_conta_id, it.tipo, it.variacao_id, it.parte_id, it.quantidade, it.contado, it.motivo,
-                              it.observacao, p_sku => it.sku, p_referencia_externa => it.referencia_externa,
+                              it.observacao, p_sku => CASE WHEN it.variacao_id IS NULL THEN it.sku END, p_referencia_externa => it.referencia_externa,
                               p_metadados => it.metadados, p_lote_id => v_lote, p_lote_posicao => it.indice);
       IF m.recusa IS NULL THEN
         v_feitos[it.indice + 1] := to_json(m);
