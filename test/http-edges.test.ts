@@ -8,7 +8,7 @@ import { routes } from '../api/routes/index.ts';
 import { capturedLog } from './helpers/log-lines.ts';
 import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { criarProdutoCompleto, semLimites } from './helpers/catalogo.ts';
+import { criarProdutoCompleto, definirSaldo, semLimites } from './helpers/catalogo.ts';
 import { novaCotacao, novoPedido } from './helpers/cotacoes.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
@@ -24,9 +24,16 @@ test.before(async () => {
   app = await startTestApp({ log });
   await semLimites(app.db.pool);
   conta = await createAccount(app.db.pool);
-  ids['/produtos/{id}'] = (await criarProdutoCompleto(app.db.pool, conta.contaId)).produtoId;
+  const produto = await criarProdutoCompleto(app.db.pool, conta.contaId);
+  ids['/produtos/{id}'] = produto.produtoId;
   ids['/cotacoes/{id}'] = await novaCotacao(app.db.pool, conta.contaId);
   ids['/pedidos-producao/{id}'] = await novoPedido(app.db.pool, conta.contaId);
+  await definirSaldo(app.db.pool, conta.contaId, produto.variacoes[0]?.id ?? '', 5);
+  ids['/estoque/movimentos/{id}'] = String(await app.db.pool.oneFirst(sql.unsafe`SELECT id FROM estoque_movimentos WHERE conta_id = ${conta.contaId} LIMIT 1`));
+  // The quotation's event, as the relay leaves it (the event log shows relayed events only).
+  ids['/eventos/{id}'] = String(await app.db.pool.oneFirst(sql.unsafe`
+    UPDATE outbox SET relayed_at = now() WHERE conta_id = ${conta.contaId} AND tipo = 'cotacao.criada' RETURNING id`));
+  ids['/eventos/{id}/entregas'] = ids['/eventos/{id}'];
 });
 test.after(async () => app.stop());
 
@@ -38,6 +45,9 @@ test('HEAD answers on every GET route with the GET\'s status and headers, and no
   assert.ok(gets.length >= 10);
   for (const route of gets) {
     const get = await call(path(route.path));
+    // Compared on a real answer: every route's record exists.
+    assert.is(get.status, 200, `${route.operationId}: ${get.text}`);
+    if (route.conditional) assert.ok(get.headers.get('etag'), `${route.operationId}: an ETag`);
     const head = await call(path(route.path), 'HEAD');
     assert.is(head.status, get.status, route.operationId);
     assert.is(head.text, '', `${route.operationId}: no body`);

@@ -215,6 +215,23 @@ test('twenty refusals in a row suspend the key for 15 minutes, e-mail its creato
   assert.is(emails, 1, 'one e-mail a day');
 });
 
+test('a key suspended again a day after its last e-mail has its creator e-mailed again', async () => {
+  const account = await createAccount(app.db.pool, { plano: 'bancada' });
+  const suspend = () => app.db.pool.query(sql.unsafe`
+    SELECT registrar_suspensao(${account.contaId}, ${account.chaveId}, now() + interval '15 minutes', 'rajada', 3, 20)`);
+  await suspend();
+  await suspend();
+  await app.db.pool.query(sql.unsafe`
+    UPDATE suspensoes SET inicio = inicio - interval '25 hours', fim = fim - interval '25 hours' WHERE chave_id = ${account.chaveId}`);
+  await suspend();
+  const avisadas = await app.db.pool.anyFirst(sql.type(z.object({ avisada: z.boolean() }))`
+    SELECT avisada FROM suspensoes WHERE chave_id = ${account.chaveId} ORDER BY id`);
+  assert.equal(avisadas, [true, false, true], 'the first, not the second the same day, the third a day later');
+  const emails = await app.db.pool.oneFirst(sql.unsafe`
+    SELECT count(*)::int FROM outgoing_emails WHERE conta_id = ${account.contaId} AND kind = 'chave_suspensa'`);
+  assert.is(emails, 2);
+});
+
 test('GET /conta shows the rule of suspension and the key\'s suspensions of the last 24 hours', async () => {
   const account = await createAccount(app.db.pool, { plano: 'bancada' });
   const suspensao = (horas: number) => sql.unsafe`

@@ -7,8 +7,10 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { routes } from '../api/routes/index.ts';
 import { criarCanal } from '../shared/db/canais.ts';
+import { PERMISSAO_CUSTOS } from '../shared/domain/acesso.ts';
 import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
+import { novoPedido } from './helpers/cotacoes.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
 import { awayFromMinuteBoundary, minuteUsed, spendMinute } from './helpers/uso.ts';
@@ -102,6 +104,16 @@ test('a page shows its caller what its permissions allow: another representation
   const etag = (await get(a, '/canais')).headers.get('etag') ?? '';
   const b = await account(); // the same names, another account: other ids, another page
   assert.is((await get(b, '/canais', { 'if-none-match': etag })).status, 200);
+
+  // The same orders read without custos.ver: the page hides valor_centavos, so its tag differs.
+  await novoPedido(app.db.pool, a.contaId);
+  const comCustos = await get(a, '/pedidos-producao');
+  assert.ok(comCustos.text.includes('valor_centavos'), comCustos.text);
+  await app.db.pool.query(sql.unsafe`UPDATE usuarios SET permissoes = array_remove(permissoes, ${PERMISSAO_CUSTOS}) WHERE id = ${a.usuarioId}`);
+  const semCustos = await get(a, '/pedidos-producao', { 'if-none-match': comCustos.headers.get('etag') ?? '' });
+  assert.is(semCustos.status, 200, 'the tag of the page with costs names nothing here');
+  assert.not.ok(semCustos.text.includes('valor_centavos'), semCustos.text);
+  assert.is((await get(a, '/pedidos-producao', { 'if-none-match': semCustos.headers.get('etag') ?? '' })).status, 304);
 });
 
 test.run();

@@ -30,6 +30,20 @@ test('the served document is the committed one, with this server as its address'
   assert.equal({ ...res.body, servers: null }, { ...committed, servers: null });
 });
 
+test('every GET is listed with its HEAD: the same parameters and statuses, no body, the price of the GET said', () => {
+  const document = committedDocument() as { paths: Record<string, Record<string, { parameters?: unknown[]; responses: Record<string, { content?: unknown }>; description: string }>> };
+  const gets = routes.filter((r) => r.method === 'GET');
+  for (const route of gets) {
+    const item = document.paths[route.path] ?? {};
+    const [get, head] = [item.get, item.head];
+    assert.ok(get && head, `${route.path} has GET and HEAD`);
+    assert.equal(head.parameters, get.parameters, route.path);
+    assert.equal(Object.keys(head.responses), Object.keys(get.responses), route.path);
+    assert.ok(Object.values(head.responses).every((r) => r.content === undefined), `${route.path}: HEAD answers carry no body`);
+    assert.match(head.description, 'pelo preço do GET');
+  }
+});
+
 const json = (body: unknown) => JSON.stringify(body);
 const headers = (extra: Record<string, string> = {}) =>
   new Headers({ 'content-type': 'application/json; charset=utf-8', 'x-request-id': crypto.randomUUID(), ratelimit: '"rajada";r=1;t=1', 'ratelimit-policy': '"rajada";q=1;w=1', ...extra });

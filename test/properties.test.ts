@@ -6,7 +6,7 @@
 //   - a refused request changes no row of the account's data (a business refusal keeps its
 //     Idempotency-Key, as the contract says), and the month counter moves by exactly the price the
 //     request log shows for it, nothing more (DESIGN §3: limits come before validation, so an
-//     admitted request that fails validation is charged; a 401 is charged nothing).
+//     admitted request that fails validation is charged; a 401 or a 429 is charged nothing).
 // Seeded and reproducible: a failure prints its seed, path and shrunk request; FUZZ_SEED and
 // FUZZ_PATH replay it, FUZZ_RUNS sets the runs per route (npm run fuzz for long runs).
 import { randomUUID } from 'node:crypto';
@@ -104,6 +104,8 @@ async function holds(req: GeneratedRequest): Promise<void> {
   const cost = await loggedCost(requestId);
   const month = (await domainSnapshot()).month;
   assert.is(month - before.month, Math.max(0, cost), `the month moved by the price logged (${cost}): ${what}`);
+  // Refused before it was admitted (its key, or a ceiling): charged nothing at all.
+  if (res.status === 401 || res.status === 429) assert.is(month, before.month, `a refusal at admission costs nothing in the month: ${what}`);
 }
 
 for (const route of routes) {

@@ -71,6 +71,12 @@ export async function awayFromMinuteBoundary(db: Db): Promise<void> {
   if (second > 55) await new Promise((resolve) => setTimeout(resolve, (60.2 - second) * 1000));
 }
 
+/** Past the top of the hour when fewer than 30 s of it are left: for a test that reads an hourly counter over a few seconds. */
+export async function awayFromHourBoundary(db: Db): Promise<void> {
+  const left = Number(await db.oneFirst(sql.unsafe`SELECT extract(epoch FROM date_trunc('hour', now()) + interval '1 hour' - now())::float8`));
+  if (left < 30) await new Promise((resolve) => setTimeout(resolve, (left + 0.2) * 1000));
+}
+
 /** The minute's counter of a class planted at `used`, in the current minute (away from its end). */
 export async function spendMinute(db: Db, contaId: string, classe: 'leitura' | 'escrita', used: number): Promise<void> {
   await awayFromMinuteBoundary(db);
