@@ -3,6 +3,12 @@
 import { PgBoss } from 'pg-boss';
 
 export const BOSS_SCHEMA = 'pgboss';
+/**
+ * How often the worker's pg-boss looks for jobs whose heartbeat or expiry ran out (a dead worker's
+ * webhook deliveries go back to the queue at the next pass), and deletes old completed jobs.
+ */
+export const BOSS_MONITOR_SECONDS = 5;
+export const BOSS_MAINTENANCE_SECONDS = 60;
 
 export function createBoss(
   databaseUrl: string,
@@ -14,6 +20,9 @@ export function createBoss(
     application_name: options.applicationName ?? 'worker',
     max: options.max ?? 10,
     supervise: options.supervise ?? true,
+    superviseIntervalSeconds: BOSS_MONITOR_SECONDS,
+    monitorIntervalSeconds: BOSS_MONITOR_SECONDS,
+    maintenanceIntervalSeconds: BOSS_MAINTENANCE_SECONDS,
     schedule: options.schedule ?? true,
   });
 }

@@ -120,7 +120,8 @@ function runFile(file: string, prefix: string, adminUrl: string): Promise<Result
       const counts = `${passed}/${total}${skipped ? `, ${skipped} skipped` : ''} in ${seconds} s`;
       if (ok && why) process.stdout.write(`skip ${name} (${counts}): ${why}\n`);
       else process.stdout.write(`${ok ? 'ok  ' : 'FAIL'} ${name} (${counts})\n`);
-      if (!ok) process.stdout.write(indent(output));
+      // TEST_VERBOSE=1 shows what passing suites printed too (e.g. the crash test's figures).
+      if (!ok || process.env.TEST_VERBOSE) process.stdout.write(indent(output));
       resolve({ file: name, code: ok ? 0 : (code || 1), passed, failed: Math.max(0, total - passed), skipped, kept: [] });
     });
   });

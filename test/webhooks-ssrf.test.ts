@@ -54,7 +54,8 @@ test('refuses every non-public destination on the address it would connect to, w
     SELECT e.url, a.response_status, a.error, d.status
       FROM deliveries d
       JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
-      JOIN delivery_attempts a ON a.conta_id = d.conta_id AND a.delivery_id = d.id`), (r) => r.length === urls.length);
+      JOIN delivery_attempts a ON a.conta_id = d.conta_id AND a.delivery_id = d.id
+     WHERE a.succeeded IS NOT NULL`), (r) => r.length === urls.length);
   assert.is(rows.length, urls.length);
   for (const row of rows) {
     assert.is(row.response_status, null, row.url);

@@ -6,7 +6,6 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { projectRoot } from '../shared/config.ts';
 import { sql } from '../shared/db/pool.ts';
-import { createBoss } from '../shared/boss.ts';
 import { DELIVERY_QUEUE } from '../worker/webhooks/queue.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount } from './helpers/fixtures.ts';
@@ -25,10 +24,13 @@ test.after(async () => {
 });
 
 /** `node worker/main.ts` on the suite's database, as the Procfile runs it. */
-function spawnWorker(db: TestDatabase): ChildProcess & { output: () => string } {
+function spawnWorker(db: TestDatabase, env: Record<string, string> = {}): ChildProcess & { output: () => string } {
   const child = spawn(process.execPath, ['worker/main.ts'], {
     cwd: projectRoot,
-    env: { PATH: process.env.PATH, DATABASE_URL: db.url, PUBLIC_BASE_URL: 'http://127.0.0.1:3000/v1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: '5000' },
+    env: {
+      PATH: process.env.PATH, DATABASE_URL: db.url, PUBLIC_BASE_URL: 'http://127.0.0.1:3000/v1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_CONCURRENCY_PER_ENDPOINT: String(PER_ENDPOINT), LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: '5000', ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -48,46 +50,62 @@ async function stop(child: ChildProcess, signal: NodeJS.Signals): Promise<void> 
 
 const cotacao = () => ({ objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' });
 const Count = z.object({ n: z.number() });
+const BURST = 500;
+const PER_ENDPOINT = 10;
 
-test('a worker killed with SIGKILL mid-delivery: after a restart every event is delivered with its original webhook-id', async () => {
+/** Workers listening for new events and jobs (each holds one LISTEN connection). */
+const listeners = (db: TestDatabase) => db.pool.oneFirst(sql.type(Count)`
+  SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'worker-listen'`);
+
+test('a worker SIGKILLed mid-burst: its deliveries run again within 30 s, duplicates only of attempts it left interrupted, every attempt in the log', async () => {
   const db = await createTestDatabase();
   const account = await createAccount(db.pool, { plano: 'farm' });
   await addEndpoint(db.pool, receiver, { contaId: account.contaId, usuarioId: account.usuarioId, path: '/kill' });
-  const ids: string[] = [];
-  for (let i = 0; i < 40; i++) ids.push(await emit(db.pool, account.contaId, 'cotacao.criada', cotacao()));
-
-  let release: () => void = () => undefined;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  receiver.respond((r) => (r.path === '/kill' ? held.then(() => ({ status: 200 })) : { status: 200 }));
+  // Slow enough that the burst is in flight when the worker dies.
+  receiver.respond(() => ({ status: 200, delayMs: 30 }));
   const first = spawnWorker(db);
-  await receiver.waitFor(10, (r) => r.path === '/kill');
+  await eventually(() => listeners(db), (n) => n === 1);
+  const ids = await Promise.all(Array.from({ length: BURST }, () => emit(db.pool, account.contaId, 'cotacao.criada', cotacao())));
+  await receiver.waitFor(BURST / 5, (r) => r.path === '/kill', 30_000);
   await stop(first, 'SIGKILL');
-  release();
-  receiver.respond(() => ({ status: 200 }));
-
-  const inFlight = await db.pool.oneFirst(sql.type(Count)`
+  const killedAt = Date.now();
+  const heldByTheDead = await db.pool.oneFirst(sql.type(Count)`
     SELECT count(*)::int AS n FROM deliveries WHERE status = 'pending' AND job_id IS NOT NULL`);
-  assert.ok(inFlight >= 10, `${inFlight} deliveries were held by the dead worker`);
+  assert.ok(heldByTheDead > 0, 'the dead worker held deliveries');
 
-  // The dead worker's jobs expire: move their start back past the expiry, as pg-boss's own tests
-  // do, and run pg-boss's supervision now instead of at its next interval.
-  await db.pool.query(sql.unsafe`
-    UPDATE pgboss.job SET started_on = started_on - interval '1 hour' WHERE name = ${DELIVERY_QUEUE} AND state = 'active'`);
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
   const second = spawnWorker(db);
-  const boss = createBoss(db.url, { supervise: false, schedule: false, max: 2 });
-  boss.on('error', () => undefined);
-  await boss.start();
-  await boss.supervise(DELIVERY_QUEUE);
-  await boss.stop({ graceful: false });
-
+  // No clock is moved: the dead worker's jobs come back by their heartbeat alone.
   const done = await eventually(
     () => db.pool.oneFirst(sql.type(Count)`SELECT count(*)::int AS n FROM deliveries WHERE status = 'succeeded'`),
-    (n) => n === 40, 20_000);
-  assert.is(done, 40, second.output());
+    (n) => n === BURST, 30_000);
+  assert.is(done, BURST, `${done} of ${BURST} delivered 30 s after the kill\n${second.output()}`);
+  const recoveredInMs = Date.now() - killedAt;
+
   const got = receiver.received.filter((r) => r.path === '/kill');
-  assert.equal(new Set(got.map((r) => r.id)), new Set(ids), 'every event arrived at least once');
-  for (const r of got) assert.is(r.json.id, r.id, 'the webhook-id is the event id, in retries too');
-  assert.ok(got.length > 40, 'the deliveries cut short were sent again');
+  for (const r of got) assert.is(r.json.id, r.id, 'the webhook-id is the event id, in a repetition too');
+  const times = new Map<string, number>();
+  for (const r of got) times.set(r.id, (times.get(r.id) ?? 0) + 1);
+  assert.equal(new Set(times.keys()), new Set(ids), 'every event arrived');
+  const duplicates = got.length - times.size;
+
+  const log = await db.pool.one(sql.type(z.object({ attempts: z.number(), interrupted: z.number(), open: z.number() }))`
+    SELECT count(*)::int AS attempts,
+           (count(*) FILTER (WHERE succeeded IS NULL AND error LIKE 'interrompida%'))::int AS interrupted,
+           (count(*) FILTER (WHERE succeeded IS NULL AND error IS NULL))::int AS open
+      FROM delivery_attempts`);
+  const logged = await db.pool.any(sql.type(z.object({ event_id: z.string(), n: z.number() }))`
+    SELECT d.event_id, count(*)::int AS n FROM delivery_attempts a JOIN deliveries d ON d.conta_id = a.conta_id AND d.id = a.delivery_id
+     GROUP BY d.event_id`);
+  for (const { event_id, n } of logged) {
+    assert.ok(n >= (times.get(event_id) ?? 0), `event ${event_id}: ${times.get(event_id)} requests arrived, ${n} attempts logged`);
+  }
+  assert.is(log.open, 0, 'no attempt is left without an outcome or the mark of its interruption');
+  assert.ok(duplicates <= log.interrupted, `${duplicates} duplicates, ${log.interrupted} attempts interrupted by the kill`);
+  // In flight at the kill: requests out (the endpoint's concurrency) and answers not yet recorded.
+  assert.ok(log.interrupted <= 2 * PER_ENDPOINT, `${log.interrupted} attempts interrupted`);
+  assert.is(log.attempts, BURST + log.interrupted, 'one attempt per delivery, plus one per interrupted attempt');
+  console.log(`     killed holding ${heldByTheDead}; all ${BURST} delivered ${recoveredInMs} ms after the kill; ${duplicates} duplicates, ${log.interrupted} interrupted`);
   await stop(second, 'SIGTERM');
   await db.close();
 });
@@ -99,9 +117,7 @@ test('two worker processes relay and deliver every event exactly once', async ()
   await addEndpoint(db.pool, receiver, { contaId: account.contaId, usuarioId: account.usuarioId, path: '/y' });
   receiver.respond(() => ({ status: 200 }));
   const workers = [spawnWorker(db), spawnWorker(db)];
-  await eventually(
-    () => db.pool.oneFirst(sql.type(Count)`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'worker-listen'`),
-    (n) => n === 2);
+  await eventually(() => listeners(db), (n) => n === 2);
   const ids: string[] = [];
   for (let round = 0; round < 10; round++) {
     ids.push(...await Promise.all(Array.from({ length: 30 }, () => emit(db.pool, account.contaId, 'cotacao.criada', cotacao()))));
@@ -118,6 +134,28 @@ test('two worker processes relay and deliver every event exactly once', async ()
   for (const w of workers) await stop(w, 'SIGTERM');
   for (const w of workers) assert.is(w.exitCode, 0, w.output());
   assert.equal(receiver.unverified(), []);
+  await db.close();
+});
+
+test('two live workers holding jobs longer than their heartbeat: each job stays with its worker and every event is sent once', async () => {
+  const db = await createTestDatabase();
+  const account = await createAccount(db.pool, { plano: 'farm' });
+  await addEndpoint(db.pool, receiver, { contaId: account.contaId, usuarioId: account.usuarioId, path: '/slow' });
+  // One request at a time per worker, 600 ms each: the last jobs wait about 12 s in their worker,
+  // past the 10 s heartbeat, so only the refreshes keep them there.
+  receiver.respond(() => ({ status: 200, delayMs: 600 }));
+  const workers = [spawnWorker(db, { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '1' }), spawnWorker(db, { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '1' })];
+  await eventually(() => listeners(db), (n) => n === 2);
+  const ids = await Promise.all(Array.from({ length: 40 }, () => emit(db.pool, account.contaId, 'cotacao.criada', cotacao())));
+  await eventually(
+    () => db.pool.oneFirst(sql.type(Count)`SELECT count(*)::int AS n FROM deliveries WHERE status = 'succeeded'`), (n) => n === 40, 40_000);
+  const got = receiver.received.filter((r) => r.path === '/slow');
+  assert.is(got.length, 40, 'no event was sent twice');
+  assert.equal(new Set(got.map((r) => r.id)), new Set(ids));
+  const retried = await db.pool.oneFirst(sql.type(Count)`
+    SELECT count(*)::int AS n FROM pgboss.job WHERE name = ${DELIVERY_QUEUE} AND retry_count > 0`);
+  assert.is(retried, 0, 'no held job was taken from its live worker');
+  for (const w of workers) await stop(w, 'SIGTERM');
   await db.close();
 });
 

@@ -48,10 +48,13 @@ const Tentativa = z.object({
   endpoint_descricao: z.string().nullable().describe('A descrição do endpoint, como cadastrada na tela.'),
   tentativa: z.number().int().min(1).describe('O número da tentativa dentro da entrega, a partir de 1; reenvios continuam a contagem.'),
   iniciada_em: DataHora,
-  duracao_ms: z.number().int().min(0),
+  duracao_ms: z.number().int().min(0).nullable()
+    .describe('null enquanto a resposta não foi registrada: a tentativa está saindo agora ou foi interrompida (veja erro).'),
   sucesso: z.boolean().describe('Um 2xx em até 10 s.'),
   status_http: z.number().int().nullable().describe('O status que o endpoint respondeu; null quando não houve resposta (veja erro).'),
-  erro: z.string().nullable().describe('Por que não houve resposta (tempo esgotado, conexão recusada, endereço não público), como a biblioteca HTTP o descreveu; null quando houve.'),
+  erro: z.string().nullable().describe('Por que não houve resposta (tempo esgotado, conexão recusada, endereço não público), como a biblioteca HTTP o descreveu; '
+    + '"em andamento…" enquanto a resposta não foi registrada; "interrompida…" quando o worker parou no meio da tentativa (o receptor pode tê-la recebido, e '
+    + 'a entrega foi tentada de novo com o mesmo webhook-id); null quando houve resposta.'),
   resposta: z.string().nullable().describe('Os primeiros 4 KB do corpo da resposta, como o serviço os guardou; null sem resposta.'),
 });
 

@@ -78,6 +78,33 @@ export async function loadDeliveries(db: Db, jobs: readonly JobRef[]): Promise<r
       FROM loaded l LEFT JOIN granted g ON g.conta_id = l.conta_id`);
 }
 
+/** The attempt a started delivery makes: its number in the delivery's count (delivery_attempts.attempt). */
+export type Started = { deliveryId: string; attempt: number };
+
+/**
+ * Records attempts before their requests go out, in one statement: each delivery still carried by
+ * its job counts one more attempt (and one more in its run, which picks the next retry delay), and
+ * gets a delivery_attempts row without an outcome. A request whose start is not recorded is not
+ * sent, so every request that may have reached a receiver is in the log, even if its worker dies.
+ */
+export async function startAttempts(tx: Tx, jobs: readonly JobRef[]): Promise<readonly Started[]> {
+  if (jobs.length === 0) return [];
+  return tx.any(sql.type(z.object({ deliveryId: z.string(), attempt: z.number() }))`
+    WITH started AS (
+      UPDATE deliveries d SET attempts = d.attempts + 1, run_attempts = d.run_attempts + 1, last_attempt_at = now()
+        FROM ${sql.unnest(jobs.map((j) => [j.contaId, j.deliveryId, j.jobId]), ['uuid', 'uuid', 'uuid'])} AS j (conta_id, id, job_id)
+       WHERE d.conta_id = j.conta_id AND d.id = j.id AND d.job_id = j.job_id AND d.status = 'pending'
+      RETURNING d.conta_id, d.id, d.attempts
+    ), logged AS (
+      INSERT INTO delivery_attempts (conta_id, delivery_id, attempt, started_at)
+      SELECT conta_id, id, attempts, clock_timestamp() FROM started
+    )
+    SELECT id AS "deliveryId", attempts AS attempt FROM started`);
+}
+
+/** What the log says of an attempt that has no outcome and never will: its worker stopped mid-request. */
+export const INTERRUPTED = 'interrompida: o worker parou antes de registrar a resposta; o receptor pode tê-la recebido';
+
 /**
  * What became of a job: an HTTP attempt (with its outcome), a delivery held back by the hourly
  * cap (no attempt), or a delivery closed without one (its endpoint was disabled).
@@ -91,6 +118,8 @@ export type DeliveryResult = JobRef & {
   /** The outcome asks for the endpoint to be disabled (a 410). */
   disable: MotivoDesativacao | null;
   attempt: {
+    /** Its number, from startAttempts. */
+    number: number;
     startedAt: Date;
     durationMs: number;
     succeeded: boolean;
@@ -101,26 +130,25 @@ export type DeliveryResult = JobRef & {
 };
 
 /**
- * Records outcomes in one statement: the delivery moves on (attempt counted, next attempt, or
- * done) and each attempt becomes a delivery_attempts row numbered from the delivery's count.
- * Returns the deliveries recorded; results whose job no longer matches are dropped.
+ * Records outcomes in one statement: the delivery moves on (next attempt, or done), each attempt's
+ * row (startAttempts) gets its outcome, and any earlier attempt of the delivery still without one
+ * is marked interrupted. Returns the deliveries recorded; results whose job no longer matches are
+ * dropped.
  */
 export async function recordResults(tx: Tx, results: readonly DeliveryResult[]): Promise<Set<string>> {
   if (results.length === 0) return new Set();
   const tuples = results.map((r) => [
     r.contaId, r.deliveryId, r.jobId, r.kind, r.status, r.nextAttemptAt?.toISOString() ?? null, r.lastError,
-    r.attempt?.startedAt.toISOString() ?? null, r.attempt?.durationMs ?? null, r.attempt?.succeeded ?? null,
+    r.attempt?.number ?? null, r.attempt?.startedAt.toISOString() ?? null, r.attempt?.durationMs ?? null, r.attempt?.succeeded ?? null,
     r.attempt?.responseStatus ?? null, r.attempt?.responseBody ?? null, r.attempt?.error ?? null,
   ]);
   const recorded = await tx.anyFirst(sql.typeAlias('id')`
     WITH r AS (
-      SELECT * FROM ${sql.unnest(tuples, ['uuid', 'uuid', 'uuid', 'text', 'text', 'timestamptz', 'text', 'timestamptz', 'int4', 'bool', 'int4', 'text', 'text'])}
+      SELECT * FROM ${sql.unnest(tuples, ['uuid', 'uuid', 'uuid', 'text', 'text', 'timestamptz', 'text', 'int4', 'timestamptz', 'int4', 'bool', 'int4', 'text', 'text'])}
         AS r (conta_id, delivery_id, job_id, kind, status, next_attempt_at, last_error,
-              started_at, duration_ms, succeeded, response_status, response_body, error)
+              attempt, started_at, duration_ms, succeeded, response_status, response_body, error)
     ), updated AS (
       UPDATE deliveries d SET
-        attempts = d.attempts + (r.kind = 'attempt')::int,
-        run_attempts = d.run_attempts + (r.kind = 'attempt')::int,
         status = r.status,
         next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at),
         last_attempt_at = coalesce(r.started_at, d.last_attempt_at),
@@ -129,14 +157,18 @@ export async function recordResults(tx: Tx, results: readonly DeliveryResult[]):
         job_id = NULL
       FROM r
       WHERE d.conta_id = r.conta_id AND d.id = r.delivery_id AND d.job_id = r.job_id AND d.status = 'pending'
-      RETURNING d.conta_id, d.id, d.attempts
+      RETURNING d.conta_id, d.id
     ), attempts AS (
-      INSERT INTO delivery_attempts (conta_id, delivery_id, attempt, started_at, duration_ms, succeeded,
-                                     response_status, response_body, error)
-      SELECT u.conta_id, u.id, u.attempts, r.started_at, r.duration_ms, r.succeeded,
-             r.response_status, r.response_body, r.error
+      UPDATE delivery_attempts a SET
+        started_at = CASE WHEN a.attempt = r.attempt THEN r.started_at ELSE a.started_at END,
+        duration_ms = CASE WHEN a.attempt = r.attempt THEN r.duration_ms END,
+        succeeded = CASE WHEN a.attempt = r.attempt THEN r.succeeded END,
+        response_status = CASE WHEN a.attempt = r.attempt THEN r.response_status END,
+        response_body = CASE WHEN a.attempt = r.attempt THEN r.response_body END,
+        error = CASE WHEN a.attempt = r.attempt THEN r.error ELSE ${INTERRUPTED} END
         FROM updated u JOIN r ON r.conta_id = u.conta_id AND r.delivery_id = u.id
-       WHERE r.kind = 'attempt'
+       WHERE a.conta_id = u.conta_id AND a.delivery_id = u.id AND a.succeeded IS NULL
+         AND (a.attempt = r.attempt OR a.error IS NULL)
     )
     SELECT id FROM updated`);
   return new Set(recorded);

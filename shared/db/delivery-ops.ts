@@ -62,8 +62,9 @@ export async function listarFalhas(
 export const Tentativa = z.object({
   attempt: z.number(),
   started_at: z.string(),
-  duration_ms: z.number(),
-  succeeded: z.boolean(),
+  /** Both null while the attempt has no outcome: going out now, or interrupted (deliveries.ts). */
+  duration_ms: z.number().nullable(),
+  succeeded: z.boolean().nullable(),
   response_status: z.number().nullable(),
   response_body: z.string().nullable(),
   error: z.string().nullable(),

@@ -56,12 +56,14 @@ export const TentativaRow = z.object({
   endpoint_descricao: z.string().nullable(),
   tentativa: z.number().int(),
   iniciada_em: z.string(),
-  duracao_ms: z.number().int(),
+  duracao_ms: z.number().int().nullable(),
   sucesso: z.boolean(),
   status_http: z.number().int().nullable(),
   erro: z.string().nullable(),
   resposta: z.string().nullable(),
 });
+
+const EM_ANDAMENTO = 'em andamento: a requisição saiu e a resposta ainda não foi registrada';
 
 // An attempt is known by its delivery and number; a page's position takes a UUID made of both (an
 // MD5 with the version and variant digits of a UUID v4), so attempts that started at the same
@@ -89,8 +91,11 @@ export async function listarTentativasDoEvento(db: Db, contaId: string, eventoId
     WITH t AS (
       SELECT ${idDaTentativa} AS id, a.started_at AS criado_em,
              d.id AS entrega_id, d.endpoint_id, e.descricao AS endpoint_descricao, a.attempt AS tentativa,
-             a.started_at AS iniciada_em, a.duration_ms AS duracao_ms, a.succeeded AS sucesso,
-             a.response_status AS status_http, a.error AS erro, a.response_body AS resposta
+             a.started_at AS iniciada_em, a.duration_ms AS duracao_ms, coalesce(a.succeeded, false) AS sucesso,
+             a.response_status AS status_http,
+             -- An attempt without an outcome is going out now, or was cut short (INTERRUPTED).
+             coalesce(a.error, CASE WHEN a.succeeded IS NULL THEN ${EM_ANDAMENTO} END) AS erro,
+             a.response_body AS resposta
       ${tentativasDoEvento(contaId, eventoId)}
     )
     SELECT t.id, ${page.cursorColumn}, t.entrega_id, t.endpoint_id, t.endpoint_descricao, t.tentativa, t.iniciada_em,

@@ -6,7 +6,8 @@ import { montarEnvelope } from '../../shared/domain/envelope.ts';
 import { assinar, decide } from '../../shared/domain/webhooks.ts';
 import type { WebhookHttp } from './http.ts';
 
-export async function attemptDelivery(row: LoadedDelivery, http: WebhookHttp, baseUrl: string): Promise<DeliveryResult> {
+/** Attempt number `attempt` of this delivery, already recorded as started (starter.ts). */
+export async function attemptDelivery(row: LoadedDelivery, attempt: number, http: WebhookHttp, baseUrl: string): Promise<DeliveryResult> {
   const body = JSON.stringify(montarEnvelope(baseUrl, {
     id: row.event_id,
     tipo: row.tipo,
@@ -34,6 +35,7 @@ export async function attemptDelivery(row: LoadedDelivery, http: WebhookHttp, ba
     lastError: null,
     disable: decision.status === 'failed' ? decision.disable : null,
     attempt: {
+      number: attempt,
       startedAt: outcome.startedAt,
       durationMs: outcome.durationMs,
       succeeded: decision.status === 'succeeded',

@@ -1,7 +1,9 @@
 // Runs delivery jobs. Jobs are fetched from pg-boss in batches sized to the free capacity and each
 // one is released as soon as its own outcome is recorded, so a slow receiver holds only its own
 // slots, never a whole batch. p-limit bounds requests in flight per process and per endpoint; the
-// hourly cap is reserved per account for each fetched batch.
+// hourly cap is reserved per account for each fetched batch. Every held job's heartbeat is
+// refreshed while it waits, so a dead worker's jobs go back to the queue within seconds (queue.ts),
+// and each attempt is recorded before its request goes out (starter.ts).
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Job } from 'pg-boss';
 import { loadDeliveries, type DeliveryResult, type LoadedDelivery } from '../../shared/db/deliveries.ts';
@@ -11,9 +13,10 @@ import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { attemptDelivery } from './attempt.ts';
 import type { WebhookHttp } from './http.ts';
-import { CHANNEL_JOBS, DELIVERY_QUEUE, ensureDeliveryQueue, heldJobs, type DeliveryJob } from './queue.ts';
+import { CHANNEL_JOBS, DELIVERY_QUEUE, HEARTBEAT_TOUCH_MS, ensureDeliveryQueue, heldJobs, type DeliveryJob } from './queue.ts';
 import type { Recorder } from './recorder.ts';
 import { Signal } from './signal.ts';
+import { createStarter, touchJobs } from './starter.ts';
 
 const POLL_MS = 1_000;
 
@@ -28,11 +31,13 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
   const jobsAvailable = new Signal();
   const slotFreed = new Signal();
   const batches = new Set<Promise<void>>();
-  let held = 0;
+  const start = createStarter(deps);
+  /** Jobs fetched and not yet released, by id: what the heartbeat keeps claimed. */
+  const holding = new Map<string, Job<DeliveryJob>>();
   let stopped = false;
 
-  const release = (count: number) => {
-    held -= count;
+  const release = (jobs: readonly Job<DeliveryJob>[]) => {
+    for (const job of jobs) holding.delete(job.id);
     slotFreed.notify();
   };
 
@@ -46,7 +51,13 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
   }
 
   const finish = (job: Job<DeliveryJob>, result: DeliveryResult | null, row: LoadedDelivery | null) =>
-    recorder.record({ job, result, failingSince: row?.falhando_desde ?? null }).finally(() => release(1));
+    recorder.record({ job, result, failingSince: row?.falhando_desde ?? null }).finally(() => release([job]));
+
+  /** The attempt, once recorded as started; null when this worker lost the job's claim (nothing sent). */
+  async function attempt(job: Job<DeliveryJob>, row: LoadedDelivery): Promise<DeliveryResult | null> {
+    const number = await start(job);
+    return number === null ? null : attemptDelivery(row, number, http, config.baseUrl);
+  }
 
   function without(row: LoadedDelivery, kind: 'deferred' | 'closed'): DeliveryResult {
     const base = { contaId: row.conta_id, deliveryId: row.id, jobId: row.job_id, endpointId: row.endpoint_id, attempt: null, disable: null };
@@ -63,7 +74,7 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
       // Failed jobs are retried by pg-boss after its retry delay.
       log.error({ err: error, jobs: jobs.length }, 'loading webhook deliveries failed');
       await boss.fail(DELIVERY_QUEUE, jobs.map((j) => ({ id: j.id, retryCount: j.retryCount }))).catch(() => undefined);
-      release(jobs.length);
+      release(jobs);
       return;
     }
     const granted = new Map(rows.map((r) => [r.conta_id, r.concedidas]));
@@ -78,16 +89,17 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
       else {
         granted.set(row.conta_id, (granted.get(row.conta_id) ?? 0) - 1);
         const limit = endpointLimit(row.endpoint_id);
-        const attempt = limit(() => inFlight(() => attemptDelivery(row, http, config.baseUrl))).finally(() => {
+        const attempted = limit(() => inFlight(() => attempt(job, row))).finally(() => {
           if (limit.activeCount === 0 && limit.pendingCount === 0) perEndpoint.delete(row.endpoint_id);
         });
         pending.push(
-          attempt.then(
-            (result) => finish(job, result, row),
+          attempted.then(
+            // A job whose claim was lost is someone else's now: only let go of it.
+            (result) => (result ? finish(job, result, row) : release([job])),
             (error: unknown) => {
-              // Not completed: the job expires and runs again.
+              // Not completed: its heartbeat stops and it runs again (a started attempt shows as interrupted).
               log.error({ err: error, delivery: row.id }, 'webhook attempt crashed');
-              release(1);
+              release([job]);
             },
           ),
         );
@@ -98,7 +110,7 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
 
   const loop = (async () => {
     while (!stopped) {
-      const free = capacity - held;
+      const free = capacity - holding.size;
       if (free < minFetch) {
         await slotFreed.wait(POLL_MS);
         continue;
@@ -114,7 +126,7 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
         continue;
       }
       if (jobs.length > 0) {
-        held += jobs.length;
+        for (const job of jobs) holding.set(job.id, job);
         const batch = handle(jobs).finally(() => batches.delete(batch));
         batches.add(batch);
       }
@@ -125,10 +137,17 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
 
   notifier.on(CHANNEL_JOBS, () => jobsAvailable.notify());
 
+  // The held jobs' heartbeat: one statement for all of them. A job this worker no longer holds is
+  // found again by its start (starter.ts), which then does not send it.
+  const heartbeat = setInterval(() => {
+    touchJobs(boss, [...holding.values()]).catch((error: unknown) => log.warn({ err: error }, 'refreshing webhook jobs\' heartbeat failed'));
+  }, HEARTBEAT_TOUCH_MS);
+
   return {
     wake: () => jobsAvailable.notify(),
     async stop() {
       stopped = true;
+      clearInterval(heartbeat);
       jobsAvailable.notify();
       slotFreed.notify();
       await loop;

@@ -24,19 +24,32 @@ export function heldJobs(config: Config): number {
 }
 
 /**
+ * A dead worker's jobs go back to the queue when their heartbeat is this old (pg-boss fails them
+ * and they run again at once, with the same webhook-id; pg-boss allows no less than 10). The worker
+ * refreshes its held jobs' every HEARTBEAT_TOUCH_MS and at each attempt's start, so a live worker
+ * loses a job only after a stall of two refreshes (and then does not send it: starter.ts). pg-boss
+ * checks heartbeats every BOSS_MONITOR_SECONDS (shared/boss.ts): after a SIGKILL, a job is back
+ * within 10 + 5 s, and fetched at the next poll.
+ */
+export const HEARTBEAT_SECONDS = 10;
+export const HEARTBEAT_TOUCH_MS = 3_000;
+
+/**
  * A held job may wait behind its endpoint's concurrency limit, so expiry allows for a worker full
- * of one slow endpoint's deliveries; only a dead worker's jobs should ever expire (and then run
- * again, with the same webhook-id).
+ * of one slow endpoint's deliveries: a live worker's heartbeat keeps its jobs, and expiry is only
+ * the backstop for a job whose heartbeat never stops.
  */
 export function deliveryQueueOptions(config: Config) {
   const rounds = Math.ceil(heldJobs(config) / config.WEBHOOK_CONCURRENCY_PER_ENDPOINT);
   return {
+    heartbeatSeconds: HEARTBEAT_SECONDS,
     expireInSeconds: Math.min(3_600, rounds * Math.ceil(config.WEBHOOK_TIMEOUT_MS / 1000) + 60),
     // A job fails only when its worker dies; retried at once by whoever fetches next.
     retryLimit: 100,
     retryDelay: 1,
-    // Completed jobs are kept an hour: deliveries and delivery_attempts are the lasting record.
-    deleteAfterSeconds: 3_600,
+    // Completed jobs are kept ten minutes (deliveries and delivery_attempts are the lasting record),
+    // so the job table pg-boss counts at every monitor pass stays small.
+    deleteAfterSeconds: 600,
   };
 }
 
