@@ -60,6 +60,7 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
     body: parsed.body,
     caller: admission.caller,
     deps,
+    repeticao: admission.charge.repeticao,
     db: deps.pool,
   };
   const answered = route.once ? await runOnce(route.once, ctx, keyed, state)

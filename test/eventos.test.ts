@@ -126,6 +126,9 @@ test('a key sees exactly the events an endpoint of its creator receives, by the 
   assert.equal(new Set(vistos.map((e) => e.id)), new Set(recebidos.map((r) => r.id)), 'the log shows what the endpoint received');
   assert.equal(new Set(vistos.map((e) => e.tipo)), new Set(esperados.map((t) => t.tipo)));
   assert.is((await api(p.token).get(`/eventos/${ids['cotacao.aprovada']}`)).status, 404, 'a type the creator may not see is 404');
+  const etag = (await api(conta.token).get(`/eventos/${ids['cotacao.aprovada']}`)).headers.get('etag') ?? '';
+  const comTag = await request(`${app.baseUrl}/eventos/${ids['cotacao.aprovada']}`, { token: p.token, headers: { 'if-none-match': etag } });
+  assert.is(comTag.status, 404, 'even with its ETag: not a 304');
   assert.is((await api(p.token).get(`/eventos/${ids['cotacao.aprovada']}/entregas`)).status, 404);
   // The account's own key, whose creator holds every permission, sees every one of them.
   assert.is((await allPages(conta.token, '/eventos?limite=100')).length, TIPOS_DE_EVENTO.length);

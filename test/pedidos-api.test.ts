@@ -155,6 +155,27 @@ test('If-None-Match longer than 100 characters is 400; a list of tags or * match
   assert.is((await get(`/pedidos-producao/${crypto.randomUUID()}`)).status, 404);
 });
 
+test('a 304 admission confirmed is answered without reading the order; * and a tag of the other representation read it', async () => {
+  const id = await novoPedido(app.db.pool, conta.contaId);
+  const etag = (await get(`/pedidos-producao/${id}`)).headers.get('etag') ?? '';
+  // With the order's read broken (a column it selects renamed), only what does not read it answers.
+  await app.db.pool.query(sql.unsafe`ALTER TABLE pedidos_producao RENAME COLUMN cliente_nome TO cliente_nome_fora`);
+  try {
+    const confirmado = await get(`/pedidos-producao/${id}`, conta.token, { 'if-none-match': etag });
+    assert.is(confirmado.status, 304);
+    assert.is(confirmado.headers.get('etag'), etag);
+    assert.is((await get(`/pedidos-producao/${id}`, conta.token, { 'if-none-match': `"x", ${etag}` })).status, 304);
+    assert.is((await get(`/pedidos-producao/${id}`, conta.token, { 'if-none-match': '*' })).status, 500, '* reads the order');
+    assert.is((await get(`/pedidos-producao/${id}`, semCustos.token, { 'if-none-match': etag })).status, 500,
+      'a tag of the body with costs, from a caller who sees it without them, reads the order');
+  } finally {
+    await app.db.pool.query(sql.unsafe`ALTER TABLE pedidos_producao RENAME COLUMN cliente_nome_fora TO cliente_nome`);
+  }
+  const outroCorpo = await get(`/pedidos-producao/${id}`, semCustos.token, { 'if-none-match': etag });
+  assert.is(outroCorpo.status, 200);
+  assert.is.not(outroCorpo.headers.get('etag'), etag);
+});
+
 test('reading needs pedidos:ler and producao.ver', async () => {
   const id = await novoPedido(app.db.pool, conta.contaId);
   const chave = await addKey(app.db.pool, conta, { escopos: ['cotacoes:ler', 'pedidos:escrever'] });

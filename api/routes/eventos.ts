@@ -128,7 +128,7 @@ const getEvento = defineRoute({
   ...umRegistro({
     // An event has one version (DESIGN §7: every GET of one record has an ETag).
     conditional: { tabela: 'outbox' }, descricao: 'O evento.', schema: Evento, exemplo: exemploEvento,
-    ler: (db, _contaId, id, caller) => lerEvento(db, leitor(caller), id), ausente: EVENTO_AUSENTE,
+    ler: (db, _contaId, id, caller) => lerEvento(db, leitor(caller), id), ausente: EVENTO_AUSENTE, visivelPorChamador: true,
     versao: () => 1, apresentar: (evento, _caller, deps) => montarEnvelope(deps.config.baseUrl, evento),
   }),
 });

@@ -50,6 +50,11 @@ export type RouteContext<P, Q, H, B> = {
   caller: Caller;
   deps: Deps;
   /**
+   * Admission found the request a repetition (repetition.ts): for a GET of one record, the record
+   * exists in the caller's account at a version its If-None-Match names.
+   */
+  repeticao: boolean;
+  /**
    * Where the handler's queries go: for a POST, the transaction the pipeline opened (the change,
    * its events and its idempotency record commit together, with app.via = 'api' and app.chave_id
    * set for the triggers); for a GET, the pool.

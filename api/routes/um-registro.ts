@@ -1,13 +1,13 @@
 // What every GET of one record is (DESIGN §7): the id in the path, the price of one resource, the
 // record read in the caller's account (404 otherwise), and a 200 with its strong ETag, or a bodiless
 // 304 when If-None-Match names it; the record's table, so that admission can tell a 304 before it
-// charges.
+// charges. A 304 that admission already confirmed is answered without reading the record.
 import { z } from 'zod';
 import { naoEncontrado } from '../../shared/errors.ts';
 import type { Db } from '../../shared/db/pool.ts';
 import type { Caller } from '../caller.ts';
 import { oneResource } from '../cost.ts';
-import { conditionalHeaders, conditionalReply, etagFor } from '../etag.ts';
+import { conditionalHeaders, conditionalReply, etagFor, versionsIn } from '../etag.ts';
 import { etagHeaders } from '../openapi.ts';
 import type { Deps, Reply, RouteContext, RouteDef } from './types.ts';
 
@@ -25,6 +25,11 @@ export function umRegistro<S extends z.ZodType, R extends { id: string }>(lido: 
   versao: (registro: R) => number;
   /** Which of conditional.variantes this caller reads (a body that differs between callers). */
   variante?: (caller: Caller) => string;
+  /**
+   * `ler` hides records of the account from some callers (e.g. events of types their permissions
+   * do not show): admission's version check does not know that, so a 304 always reads the record.
+   */
+  visivelPorChamador?: true;
   apresentar: (registro: R, caller: Caller, deps: Deps) => unknown;
 }) {
   return {
@@ -36,11 +41,29 @@ export function umRegistro<S extends z.ZodType, R extends { id: string }>(lido: 
       200: { description: lido.descricao, schema: lido.schema, headers: etagHeaders, example: lido.exemplo },
       304: { description: 'Nada mudou desde o ETag enviado; sem corpo e sem cobrança no mês.', headers: etagHeaders },
     },
-    handler: async ({ caller, params, headers, db, deps }: RouteContext<{ id: string }, unknown, { 'if-none-match'?: string }, unknown>): Promise<Reply> => {
+    handler: async ({ caller, params, headers, db, deps, repeticao }: RouteContext<{ id: string }, unknown, { 'if-none-match'?: string }, unknown>): Promise<Reply> => {
+      const confirmed = repeticao && !lido.visivelPorChamador ? confirmedTag(lido.conditional, headers['if-none-match'], params.id, lido.variante?.(caller) ?? '') : null;
+      if (confirmed) return { status: 304, headers: { ETag: confirmed }, billing: 'not_modified' };
       const registro = await lido.ler(db, caller.contaId, params.id, caller);
       if (!registro) throw naoEncontrado(lido.ausente);
       const etag = etagFor(registro.id, lido.versao(registro), lido.variante?.(caller));
       return conditionalReply(headers['if-none-match'], etag, () => lido.apresentar(registro, caller, deps));
     },
   };
+}
+
+/**
+ * The tag of a 304 admission confirmed, when the request's If-None-Match tells which it is: the
+ * record's current version is among those its tags name (admission checked it in the same round
+ * trip that charged it), so when they name one version only, and this caller's representation of
+ * it, that is the tag. `*`, or tags of several versions, are answered by reading the record.
+ */
+function confirmedTag(conditional: Conditional, ifNoneMatch: string | undefined, id: string, variante: string): string | null {
+  if (!ifNoneMatch || !('tabela' in conditional)) return null;
+  const record = id.toLowerCase();
+  const named = new Set(versionsIn(ifNoneMatch, record, conditional.variantes ?? ['']));
+  const mine = versionsIn(ifNoneMatch, record, [variante]);
+  const [version] = named;
+  if (named.size !== 1 || version === undefined || !mine?.includes(version)) return null;
+  return etagFor(record, version, variante);
 }
