@@ -51,7 +51,8 @@ const colunas = sql.fragment`
   c.referencia_externa, c.metadados, c.row_version::float8 AS row_version`;
 
 export async function lerCotacao(db: Db, contaId: string, id: string): Promise<CotacaoRow | null> {
-  return db.maybeOne(sql.type(CotacaoRow)`SELECT ${colunas} FROM cotacoes c WHERE c.conta_id = ${contaId} AND c.id = ${id}`);
+  // A named statement: parsed and planned once per connection (a one-record read is a hot path).
+  return db.maybeOne(sql.prepared('ler_cotacao', CotacaoRow)`SELECT ${colunas} FROM cotacoes c WHERE c.conta_id = ${contaId} AND c.id = ${id}`);
 }
 
 export type FiltroCotacoes = {

@@ -1,5 +1,6 @@
 // Queries of the delivery pipeline: enqueueing due deliveries, loading what a job needs, the hourly
-// cap, and recording outcomes. A delivery's job_id is a fence: a job is acted on only while the
+// cap, and recording outcomes. They run a few times per delivery, so each is a named prepared
+// statement, planned once per connection (the worker's connections are direct, never pooled). A delivery's job_id is a fence: a job is acted on only while the
 // delivery still names it, so a stale or duplicated job can never record a second outcome.
 import { z } from 'zod';
 import type { MotivoDesativacao } from '../domain/webhooks.ts';
@@ -11,7 +12,7 @@ import { sql, type Db, type Tx } from './pool.ts';
  * and the dispatchers are woken at commit. The caller inserts the jobs in the same transaction.
  */
 export async function claimDueDeliveries(tx: Tx, limit: number): Promise<readonly NewDelivery[]> {
-  return tx.any(sql.type(NewDelivery)`
+  return tx.any(sql.prepared('claim_due_deliveries', NewDelivery)`
     WITH due AS (
       SELECT conta_id, id FROM deliveries
        WHERE status = 'pending' AND job_id IS NULL AND next_attempt_at <= now()
@@ -56,7 +57,7 @@ export type JobRef = { contaId: string; deliveryId: string; jobId: string };
  */
 export async function loadDeliveries(db: Db, jobs: readonly JobRef[]): Promise<readonly LoadedDelivery[]> {
   if (jobs.length === 0) return [];
-  return db.any(sql.type(LoadedDelivery)`
+  return db.any(sql.prepared('load_deliveries', LoadedDelivery)`
     WITH loaded AS MATERIALIZED (
       SELECT d.conta_id, d.id, d.job_id, d.endpoint_id, d.run_attempts,
              o.id AS event_id, o.tipo, o.dados, o.criado_em,
@@ -79,7 +80,8 @@ export async function loadDeliveries(db: Db, jobs: readonly JobRef[]): Promise<r
 }
 
 /** The attempt a started delivery makes: its number in the delivery's count (delivery_attempts.attempt). */
-export type Started = { deliveryId: string; attempt: number };
+const Started = z.object({ deliveryId: z.string(), attempt: z.number() });
+export type Started = z.infer<typeof Started>;
 
 /**
  * Records attempts before their requests go out, in one statement: each delivery still carried by
@@ -89,7 +91,7 @@ export type Started = { deliveryId: string; attempt: number };
  */
 export async function startAttempts(tx: Tx, jobs: readonly JobRef[]): Promise<readonly Started[]> {
   if (jobs.length === 0) return [];
-  return tx.any(sql.type(z.object({ deliveryId: z.string(), attempt: z.number() }))`
+  return tx.any(sql.prepared('start_attempts', Started)`
     WITH started AS (
       UPDATE deliveries d SET attempts = d.attempts + 1, run_attempts = d.run_attempts + 1, last_attempt_at = now()
         FROM ${sql.unnest(jobs.map((j) => [j.contaId, j.deliveryId, j.jobId]), ['uuid', 'uuid', 'uuid'])} AS j (conta_id, id, job_id)
@@ -142,7 +144,7 @@ export async function recordResults(tx: Tx, results: readonly DeliveryResult[]):
     r.attempt?.number ?? null, r.attempt?.startedAt.toISOString() ?? null, r.attempt?.durationMs ?? null, r.attempt?.succeeded ?? null,
     r.attempt?.responseStatus ?? null, r.attempt?.responseBody ?? null, r.attempt?.error ?? null,
   ]);
-  const recorded = await tx.anyFirst(sql.typeAlias('id')`
+  const recorded = await tx.anyFirst(sql.prepared('record_results', z.object({ id: z.string() }))`
     WITH r AS (
       SELECT * FROM ${sql.unnest(tuples, ['uuid', 'uuid', 'uuid', 'text', 'text', 'timestamptz', 'text', 'int4', 'timestamptz', 'int4', 'bool', 'int4', 'text', 'text'])}
         AS r (conta_id, delivery_id, job_id, kind, status, next_attempt_at, last_error,
@@ -181,7 +183,7 @@ const endpointRefs = (refs: readonly EndpointRef[]) =>
 /** A success ends an endpoint's run of failures. */
 export async function markEndpointsHealthy(tx: Tx, refs: readonly EndpointRef[]): Promise<void> {
   if (refs.length === 0) return;
-  await tx.query(sql.typeAlias('void')`
+  await tx.query(sql.prepared('mark_endpoints_healthy', z.unknown())`
     UPDATE webhook_endpoints e SET falhando_desde = NULL
       FROM ${endpointRefs(refs)} AS r (conta_id, id)
      WHERE e.conta_id = r.conta_id AND e.id = r.id AND e.falhando_desde IS NOT NULL`);
@@ -190,7 +192,7 @@ export async function markEndpointsHealthy(tx: Tx, refs: readonly EndpointRef[])
 /** A failure starts a run of failures unless one is running. */
 export async function markEndpointsFailing(tx: Tx, refs: readonly (EndpointRef & { since: Date })[]): Promise<void> {
   if (refs.length === 0) return;
-  await tx.query(sql.typeAlias('void')`
+  await tx.query(sql.prepared('mark_endpoints_failing', z.unknown())`
     UPDATE webhook_endpoints e SET falhando_desde = r.since
       FROM ${sql.unnest(refs.map((r) => [r.contaId, r.endpointId, r.since.toISOString()]), ['uuid', 'uuid', 'timestamptz'])}
            AS r (conta_id, id, since)

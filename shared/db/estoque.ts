@@ -225,7 +225,8 @@ export async function listarMovimentos(db: Db, contaId: string, filtros: Filtros
 }
 
 export async function lerMovimento(db: Db, contaId: string, id: string): Promise<MovimentoRow | null> {
-  return db.maybeOne(sql.type(MovimentoRow)`
+  // A named statement: parsed and planned once per connection (a one-record read is a hot path).
+  return db.maybeOne(sql.prepared('ler_movimento', MovimentoRow)`
     SELECT ${colunasMovimento} FROM estoque_movimentos m WHERE ${doLocalProprio(contaId)} AND m.id = ${id}`);
 }
 

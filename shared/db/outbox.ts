@@ -94,7 +94,9 @@ const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries:
  * skipped and taken by a later pass. The caller inserts the deliveries' jobs in the same transaction.
  */
 export async function relayOutbox(tx: Tx, limit: number): Promise<z.infer<typeof Relayed>> {
-  return tx.one(sql.type(Relayed)`
+  // A named prepared statement: planned once per connection (it was planned at every pass, as long
+  // as it ran).
+  return tx.one(sql.prepared('relay_outbox', Relayed)`
     WITH relay_lock AS MATERIALIZED (
       SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS held
     ), claimed AS MATERIALIZED (

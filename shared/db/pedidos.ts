@@ -65,7 +65,8 @@ const colunas = sql.fragment`
   p.row_version::float8 AS row_version`;
 
 export async function lerPedido(db: Db, contaId: string, id: string): Promise<PedidoRow | null> {
-  return db.maybeOne(sql.type(PedidoRow)`SELECT ${colunas} FROM pedidos_producao p WHERE p.conta_id = ${contaId} AND p.id = ${id}`);
+  // A named statement: parsed and planned once per connection (a one-record read is a hot path).
+  return db.maybeOne(sql.prepared('ler_pedido', PedidoRow)`SELECT ${colunas} FROM pedidos_producao p WHERE p.conta_id = ${contaId} AND p.id = ${id}`);
 }
 
 export type FiltroPedidos = {
