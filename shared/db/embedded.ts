@@ -24,6 +24,8 @@ export type EmbeddedOptions = {
   fast?: boolean;
   /** A fixed port (to restart a cluster where clients expect it); a free one by default. */
   port?: number;
+  /** Server settings given at start (e.g. a benchmark's shared_preload_libraries). */
+  settings?: Record<string, string>;
   onLog?: (line: string) => void;
 };
 
@@ -41,6 +43,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const port = options.port ?? (await freePort());
   const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'];
   if (options.fast) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+  for (const [name, value] of Object.entries(options.settings ?? {})) flags.push('-c', `${name}=${value}`);
   const cluster = new EmbeddedPostgresClass({
     databaseDir: dataDir,
     // UTF-8 whatever the environment says: without LANG (CI, slim images) initdb would make a
