@@ -80,8 +80,8 @@ export async function loadDeliveries(db: Db, jobs: readonly JobRef[]): Promise<r
 }
 
 /** The attempt a started delivery makes: its number in the delivery's count (delivery_attempts.attempt). */
-const Started = z.object({ deliveryId: z.string(), attempt: z.number() });
-export type Started = z.infer<typeof Started>;
+const AttemptStarted = z.object({ deliveryId: z.string(), attempt: z.number() });
+export type AttemptStarted = z.infer<typeof AttemptStarted>;
 
 /**
  * Records attempts before their requests go out, in one statement: each delivery still carried by
@@ -89,9 +89,9 @@ export type Started = z.infer<typeof Started>;
  * gets a delivery_attempts row without an outcome. A request whose start is not recorded is not
  * sent, so every request that may have reached a receiver is in the log, even if its worker dies.
  */
-export async function startAttempts(tx: Tx, jobs: readonly JobRef[]): Promise<readonly Started[]> {
+export async function startAttempts(tx: Tx, jobs: readonly JobRef[]): Promise<readonly AttemptStarted[]> {
   if (jobs.length === 0) return [];
-  return tx.any(sql.prepared('start_attempts', Started)`
+  return tx.any(sql.prepared('start_attempts', AttemptStarted)`
     WITH started AS (
       UPDATE deliveries d SET attempts = d.attempts + 1, run_attempts = d.run_attempts + 1, last_attempt_at = now()
         FROM ${sql.unnest(jobs.map((j) => [j.contaId, j.deliveryId, j.jobId]), ['uuid', 'uuid', 'uuid'])} AS j (conta_id, id, job_id)

@@ -53,10 +53,10 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
   const finish = (job: Job<DeliveryJob>, result: DeliveryResult | null, row: LoadedDelivery | null) =>
     recorder.record({ job, result, failingSince: row?.falhando_desde ?? null }).finally(() => release([job]));
 
-  /** The attempt, once recorded as started; null when this worker lost the job's claim (nothing sent). */
-  async function attempt(job: Job<DeliveryJob>, row: LoadedDelivery): Promise<DeliveryResult | null> {
-    const number = await start(job);
-    return number === null ? null : attemptDelivery(row, number, http, config.baseUrl);
+  /** The attempt, once recorded as started; what became of the job when it could not start (starter.ts). */
+  async function attempt(job: Job<DeliveryJob>, row: LoadedDelivery): Promise<DeliveryResult | 'lost' | 'gone'> {
+    const started = await start(job);
+    return typeof started === 'number' ? attemptDelivery(row, started, http, config.baseUrl) : started;
   }
 
   function without(row: LoadedDelivery, kind: 'deferred' | 'closed'): DeliveryResult {
@@ -94,8 +94,9 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
         });
         pending.push(
           attempted.then(
-            // A job whose claim was lost is someone else's now: only let go of it.
-            (result) => (result ? finish(job, result, row) : release([job])),
+            // A job whose claim was lost is someone else's now: only let go of it. One whose
+            // delivery moved on is done, like a stale job at load.
+            (result) => (result === 'lost' ? release([job]) : finish(job, result === 'gone' ? null : result, row)),
             (error: unknown) => {
               // Not completed: its heartbeat stops and it runs again (a started attempt shows as interrupted).
               log.error({ err: error, delivery: row.id }, 'webhook attempt crashed');

@@ -11,16 +11,21 @@ import type { Pool } from '../../shared/db/pool.ts';
 import { DELIVERY_QUEUE, type DeliveryJob } from './queue.ts';
 import { turnBatch } from './turn-batch.ts';
 
-/** The attempt's number, or null when this worker no longer holds the job (nothing is sent). */
-export type Starter = (job: Job<DeliveryJob>) => Promise<number | null>;
+/**
+ * The attempt's number; 'lost' when this worker no longer holds the job (someone else may: nothing
+ * is sent, the job is left alone), 'gone' when the job no longer carries its delivery (it changed
+ * since it was loaded: nothing is sent, the job is completed).
+ */
+export type Started = number | 'lost' | 'gone';
+export type Starter = (job: Job<DeliveryJob>) => Promise<Started>;
 
 export function createStarter(deps: { pool: Pool; boss: PgBoss }): Starter {
-  return turnBatch<Job<DeliveryJob>, number | null>((jobs) => deps.pool.transaction(async (tx) => {
+  return turnBatch<Job<DeliveryJob>, Started>((jobs) => deps.pool.transaction(async (tx) => {
     const held = await touchJobs(deps.boss, jobs, { db: bossDb(tx) });
     const mine = jobs.filter((j) => held.has(j.id));
     const started = new Map((await startAttempts(tx, mine.map((j) => ({ contaId: j.data.c, deliveryId: j.data.d, jobId: j.id }))))
       .map((s) => [s.deliveryId, s.attempt]));
-    return jobs.map((j) => (held.has(j.id) ? (started.get(j.data.d) ?? null) : null));
+    return jobs.map((j) => (held.has(j.id) ? (started.get(j.data.d) ?? 'gone') : 'lost'));
   }), { max: 500, parallel: 2 });
 }
 
