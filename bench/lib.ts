@@ -11,7 +11,7 @@ import { projectRoot } from '../shared/config.ts';
 import { startEmbeddedPostgres, freePort, type EmbeddedPostgres } from '../shared/db/embedded.ts';
 import { installBossSchema } from '../shared/boss.ts';
 import { release } from '../shared/db/release.ts';
-import { cpuPerRequest, sampleCpu } from './cpu.ts';
+import { cpuPerRequest, othersShare, postmasterOf, sampleCpu, sampleMachine } from './cpu.ts';
 
 const FILE = path.join(projectRoot, 'BENCHMARKS.md');
 
@@ -55,11 +55,24 @@ export async function benchDatabase(name: string): Promise<BenchDatabase> {
   }
   await release(url);
   await installBossSchema(url);
+  await watchDatabase(url);
   return { url, stop: async () => embedded?.stop() };
 }
 
 /** Servers spawned by this benchmark, named for the CPU report. */
 const servers = new Map<number, string>();
+/** Postmasters of the benchmark's PostgreSQL: the CPU report counts them and their backends only. */
+const databases = new Set<number>();
+
+/** Finds the postmaster of the server at `url` when it runs on this machine (else every PostgreSQL is counted). */
+async function watchDatabase(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  await client.end();
+  const postmaster = postmasterOf(rows[0]?.pid ?? 0);
+  if (postmaster && postmaster > 1) databases.add(postmaster);
+}
 
 /** The node flags the Procfile gives a role (e.g. its heap sizes), so a benchmark runs it as production does. */
 export async function procfileNodeArgs(role: string): Promise<string[]> {
@@ -109,9 +122,32 @@ export type LoadResult = {
   requests: number;
   non2xx: number;
   errors: number;
+  /** Answers by status code ("200", "304"…): a 304 is not a 2xx, and non2xx alone cannot tell it from a failure. */
+  statuses: Record<string, number>;
   /** µs of CPU per request by process: the server, PostgreSQL, the load generator. */
   cpu: Record<string, number>;
+  /** Peak resident set of the process `rssOf` named, in MB, over the warm-up and the run. */
+  peakRssMb?: number;
+  /** Share of the machine's CPU (0–1) taken by processes outside the benchmark during the run. */
+  othersCpu: number;
 };
+
+/** The process's resident set, sampled every 200 ms until stopped: its peak and last value, in MB. */
+export function sampleRss(pid: number): () => Promise<{ peak: number; last: number }> {
+  let peak = 0;
+  let last = 0;
+  const read = async () => {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    last = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+    peak = Math.max(peak, last);
+  };
+  const timer = setInterval(() => void read(), 200);
+  return async () => {
+    clearInterval(timer);
+    await read();
+    return { peak: Math.round(peak), last: Math.round(last) };
+  };
+}
 
 /** autocannon over `seconds`, after a warm-up; latencies in ms. */
 export async function load(options: {
@@ -120,6 +156,8 @@ export async function load(options: {
   seconds: number;
   method?: string;
   setupRequest?: (req: Record<string, any>) => Record<string, any>;
+  /** A server's pid whose peak RSS the result reports. */
+  rssOf?: number;
 }): Promise<LoadResult> {
   const base = {
     url: options.url,
@@ -127,12 +165,18 @@ export async function load(options: {
     method: options.method ?? 'GET',
     ...(options.setupRequest ? { requests: [{ setupRequest: options.setupRequest }] } : {}),
   } as autocannon.Options;
+  const stopRss = options.rssOf ? sampleRss(options.rssOf) : null;
   await autocannon({ ...base, duration: 2 });
-  const before = sampleCpu(servers);
+  const [before, machineBefore] = [sampleCpu(servers, databases), sampleMachine()];
   const r = await autocannon({ ...base, duration: options.seconds });
-  const cpu = cpuPerRequest(before, sampleCpu(servers), r.requests.total);
+  const [after, machineAfter] = [sampleCpu(servers, databases), sampleMachine()];
+  const cpu = cpuPerRequest(before, after, r.requests.total);
+  const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count ?? 0]));
   return {
     cpu,
+    othersCpu: othersShare(before, after, machineBefore, machineAfter),
+    statuses,
+    ...(stopRss ? { peakRssMb: (await stopRss()).peak } : {}),
     rps: Math.round(r.requests.average),
     p50: r.latency.p50,
     p99: r.latency.p99,
@@ -144,8 +188,8 @@ export async function load(options: {
 
 /** Starts counting CPU by process (the servers, PostgreSQL, the load generator); the returned function gives seconds of each. */
 export function countCpu(): () => Record<string, number> {
-  const before = sampleCpu(servers);
-  return () => Object.fromEntries(Object.entries(cpuPerRequest(before, sampleCpu(servers), 1)).map(([label, us]) => [label, us / 1e6]));
+  const before = sampleCpu(servers, databases);
+  return () => Object.fromEntries(Object.entries(cpuPerRequest(before, sampleCpu(servers, databases), 1)).map(([label, us]) => [label, us / 1e6]));
 }
 
 /** "server 90, PostgreSQL 125, …" (µs) for a table cell; a process idle during the run (the other

@@ -6,7 +6,6 @@
 // process's RSS over each run beside a bare restify server under the same load (goal: peak ≤ 256 MB).
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { text } from 'node:stream/consumers';
@@ -15,7 +14,7 @@ import { movimentar } from '../shared/db/estoque.ts';
 import { createDatabasePool, sql } from '../shared/db/pool.ts';
 import { criarProdutoCompleto } from '../test/helpers/catalogo.ts';
 import { addKey, createAccount, createPlan } from '../test/helpers/fixtures.ts';
-import { benchDatabase, countCpu, pinThisProcess, procfileNodeArgs, spawnServer, writeSection } from './lib.ts';
+import { benchDatabase, countCpu, pinThisProcess, procfileNodeArgs, sampleRss, spawnServer, writeSection } from './lib.ts';
 import { cannon, cpuText, statsOf, type Neighbour, type Req, type Stats } from './tenants-load.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -84,23 +83,6 @@ function goodRequest(): Req {
       body: JSON.stringify({ tipo: n % 8 < 4 ? 'entrada' : 'saida', variacao_id: account.variacoes[n % account.variacoes.length], quantidade: 1, motivo: 'correcao' }),
     };
   }
-}
-
-/** The process's resident set, sampled every 200 ms until stopped: its peak and last value, in MB. */
-function sampleRss(pid: number): () => Promise<{ peak: number; last: number }> {
-  let peak = 0;
-  let last = 0;
-  const read = async () => {
-    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    last = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-    peak = Math.max(peak, last);
-  };
-  const timer = setInterval(() => void read(), 200);
-  return async () => {
-    clearInterval(timer);
-    await read();
-    return { peak: Math.round(peak), last: Math.round(last) };
-  };
 }
 
 type Phase = { good: Stats; ceilings: Stats | null; hostile: Stats | null; rss: { peak: number; last: number }; cpu: Record<string, number> };

@@ -1,0 +1,67 @@
+// The baseline of one-record reads (bench/reads.bench.ts): what a bare restify server would do for
+// GET of one production order with the usual off-the-shelf parts. Per request: rate limiting with
+// rate-limiter-flexible on the store RATE_LIMIT_STORE names (redis: RateLimiterRedis with ioredis;
+// postgres: RateLimiterPostgres in a table of its own on the same database), then the SELECT the
+// service runs for an order (lerPedido in shared/db/pedidos.ts) through plain pg, and the row
+// JSON.stringify'd. No authentication, validation, ETag or request log: the floor under the service.
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import restify from 'restify';
+import { RateLimiterPostgres, RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { lerPedido } from '../shared/db/pedidos.ts';
+import type { Db } from '../shared/db/pool.ts';
+
+const STORE = process.env.RATE_LIMIT_STORE;
+// Far above what a run sends: every request is counted, none refused.
+const LIMITS = { points: 1_000_000_000, duration: 60, keyPrefix: 'bench_reads' };
+
+// The service's pool size (DB_POOL_SIZE 10).
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+
+/** The limiter on the chosen store, ready to count (the Postgres one creates its table first). */
+async function limiter(): Promise<RateLimiterAbstract> {
+  if (STORE === 'redis') {
+    const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
+    return new RateLimiterRedis({ ...LIMITS, storeClient: redis });
+  }
+  if (STORE === 'postgres') {
+    return new Promise((resolve, reject) => {
+      const created: RateLimiterPostgres = new RateLimiterPostgres(
+        { ...LIMITS, storeClient: pool, tableName: 'bench_reads_rate_limits' },
+        (error?: unknown) => (error ? reject(error) : resolve(created)));
+    });
+  }
+  throw new Error(`RATE_LIMIT_STORE must be redis or postgres, not ${STORE}`);
+}
+
+// lerPedido's statement, taken from it rather than copied (so the two cannot drift apart), to be
+// sent as a bare server would send it: text and parameters, planned at every call.
+let SELECT_ORDER = '';
+await lerPedido({
+  maybeOne: async (query: { sql: string }) => {
+    SELECT_ORDER = query.sql;
+    return null;
+  },
+} as unknown as Db, '', '');
+
+const limits = await limiter();
+const server = restify.createServer({ handleUncaughtExceptions: false });
+server.get('/hello', (_req: restify.Request, res: restify.Response, done: restify.Next) => {
+  res.sendRaw(200, '{"ok":true}', { 'Content-Type': 'application/json' });
+  done();
+});
+// The account is in the path: the baseline authenticates nobody, and limits by the key sent.
+server.get('/pedidos/:conta/:id', async (req: restify.Request, res: restify.Response) => {
+  try {
+    await limits.consume(req.headers.authorization ?? 'anonymous');
+  } catch (refusal) {
+    // A refusal is a RateLimiterRes; anything else is the store failing.
+    res.sendRaw(refusal instanceof Error ? 503 : 429, '{}', { 'Content-Type': 'application/json' });
+    return;
+  }
+  const { rows } = await pool.query(SELECT_ORDER, [req.params.conta, req.params.id]);
+  if (!rows[0]) return res.sendRaw(404, '{}', { 'Content-Type': 'application/json' });
+  res.sendRaw(200, JSON.stringify(rows[0]), { 'Content-Type': 'application/json' });
+});
+server.listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');
+process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
