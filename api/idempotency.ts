@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { parseItem } from 'structured-headers';
 import { z } from 'zod';
-import { sql, type Db } from '../shared/db/pool.ts';
+import { Nothing, sql, type Db } from '../shared/db/pool.ts';
 import { ApiError, type ItemRecusado, type Motivo } from '../shared/errors.ts';
 import type { Caller } from './caller.ts';
 
@@ -67,7 +67,6 @@ export type Begun =
   | { kind: 'new' }
   | { kind: 'replay'; status: number; resourceId: string | null; codigo: string | null; motivo: string | null; recusas: ItemRecusado[] | null };
 
-const Nothing = z.looseObject({});
 
 /** How a write claimed its Idempotency-Key (api_write_claim: route and hash compared there). */
 export const Claim = z.object({

@@ -1,7 +1,7 @@
 // What a web process owes the limit counters after its requests: releasing the concurrency slots of
 // finished requests, keeping the slots of running ones alive, and settling what a request was
 // charged beyond its final cost. All of it batched, off the request path.
-import { sql, type Pool } from '../shared/db/pool.ts';
+import { Nothing, sql, type Pool } from '../shared/db/pool.ts';
 import type { Logger } from '../shared/log.ts';
 import type { Settlement } from './limits.ts';
 
@@ -97,7 +97,8 @@ export class LimitsBookkeeper {
     const settlements = this.#settlements.splice(0);
     try {
       if (releases.chaves.length) {
-        await this.#pool.query(sql.typeAlias('void')`
+        // Named statements (this one and api_settle's): they run every few milliseconds under load.
+        await this.#pool.query(sql.prepared('api_release', Nothing)`
           SELECT FROM api_release(${this.holder}, ${sql.array(releases.contas, 'uuid')}, ${sql.array(releases.chaves, 'uuid')})`);
       }
       if (settlements.length) await this.#writeSettlements(settlements);
@@ -113,7 +114,7 @@ export class LimitsBookkeeper {
 
   async #writeSettlements(items: Settlement[]): Promise<void> {
     const col = <T>(pick: (s: Settlement) => T) => items.map(pick);
-    await this.#pool.query(sql.typeAlias('void')`
+    await this.#pool.query(sql.prepared('api_settle', Nothing)`
       SELECT FROM api_settle(
         ${sql.array(col((s) => s.charge.chaveId), 'uuid')}, ${sql.array(col((s) => s.charge.contaId), 'uuid')},
         ${sql.array(col((s) => s.charge.classe), 'text')}, ${sql.array(col((s) => s.charge.windowStart), 'timestamptz')},

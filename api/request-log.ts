@@ -1,6 +1,6 @@
 // The request log (DESIGN §3.5): one row per request, written in batches off the request path,
 // flushed on a timer, when a batch fills, and on shutdown.
-import { sql, type Pool } from '../shared/db/pool.ts';
+import { Nothing, sql, type Pool } from '../shared/db/pool.ts';
 import type { Logger } from '../shared/log.ts';
 
 export type RequestLogEntry = {
@@ -82,8 +82,9 @@ export class RequestLog {
     // Not waiting for the WAL flush: a crash may lose the last fraction of a second of rows (the
     // JSON log lines have them too), and admissions' commits don't queue behind this batch's.
     await this.#pool.transaction(async (tx) => {
-      await tx.query(sql.typeAlias('void')`SELECT set_config('synchronous_commit', 'off', true)`);
-      await tx.query(sql.typeAlias('void')`
+      // Named statements: a batch goes every REQUEST_LOG_FLUSH_MS under load.
+      await tx.query(sql.prepared('request_log_async_commit', Nothing)`SELECT set_config('synchronous_commit', 'off', true)`);
+      await tx.query(sql.prepared('request_log_insert', Nothing)`
         INSERT INTO request_log (requisicao_id, conta_id, chave_id, method, route, path, status, codigo,
                                  cost, duration_ms, ip, created_at)
         SELECT * FROM ${sql.unnest(rows, ['uuid', 'uuid', 'uuid', 'text', 'text', 'text', 'int4', 'text',

@@ -25,6 +25,9 @@ export const sql = createSqlTag({
   },
 });
 
+/** The row type of a statement run for its effect (sql.prepared needs one; sql.typeAlias('void') is its unnamed twin). */
+export const Nothing = z.looseObject({});
+
 export type PoolOptions = {
   size: number;
   statementTimeoutMs: number;
