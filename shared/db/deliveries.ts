@@ -4,6 +4,7 @@
 // delivery still names it, so a stale or duplicated job can never record a second outcome.
 import { z } from 'zod';
 import type { MotivoDesativacao } from '../domain/webhooks.ts';
+import { BOSS_SCHEMA } from '../boss.ts';
 import { CHANNEL_JOBS, NewDelivery } from './outbox.ts';
 import { sql, type Db, type Tx } from './pool.ts';
 
@@ -79,29 +80,46 @@ export async function loadDeliveries(db: Db, jobs: readonly JobRef[]): Promise<r
       FROM loaded l LEFT JOIN granted g ON g.conta_id = l.conta_id`);
 }
 
-/** The attempt a started delivery makes: its number in the delivery's count (delivery_attempts.attempt). */
-const AttemptStarted = z.object({ deliveryId: z.string(), attempt: z.number() });
+/** A job about to make its attempt, as pg-boss handed it over (its retry count fences that fetch). */
+export type Claimed = JobRef & { retryCount: number };
+
+/**
+ * What became of a start: `held` when the job was still this fetch's (active in pg-boss with the
+ * same retry count), and then the attempt's number, or null when the job no longer carries its
+ * delivery.
+ */
+const AttemptStarted = z.object({ jobId: z.string(), held: z.boolean(), attempt: z.number().nullable() });
 export type AttemptStarted = z.infer<typeof AttemptStarted>;
 
 /**
- * Records attempts before their requests go out, in one statement: each delivery still carried by
- * its job counts one more attempt (and one more in its run, which picks the next retry delay), and
- * gets a delivery_attempts row without an outcome. A request whose start is not recorded is not
- * sent, so every request that may have reached a receiver is in the log, even if its worker dies.
+ * Records attempts before their requests go out, in one statement: of the jobs still held as
+ * fetched (pg-boss's job row, read here; the dispatcher's heartbeat keeps it), each delivery still
+ * carried by its job counts one more attempt (and one more in its run, which picks the next retry
+ * delay) and gets a delivery_attempts row without an outcome. A request whose start is not recorded
+ * is not sent, so every request that may have reached a receiver is in the log, even if its worker
+ * dies; and a job another worker may hold now is never sent by this one.
  */
-export async function startAttempts(tx: Tx, jobs: readonly JobRef[]): Promise<readonly AttemptStarted[]> {
+export async function startAttempts(db: Db, queue: string, jobs: readonly Claimed[]): Promise<readonly AttemptStarted[]> {
   if (jobs.length === 0) return [];
-  return tx.any(sql.prepared('start_attempts', AttemptStarted)`
-    WITH started AS (
+  return db.any(sql.prepared('start_attempts', AttemptStarted)`
+    WITH j AS (
+      SELECT * FROM ${sql.unnest(jobs.map((j) => [j.contaId, j.deliveryId, j.jobId, j.retryCount]), ['uuid', 'uuid', 'uuid', 'int4'])}
+        AS j (conta_id, id, job_id, retry_count)
+    ), held AS (
+      SELECT j.* FROM j
+       WHERE EXISTS (SELECT FROM ${sql.identifier([BOSS_SCHEMA, 'job'])} b
+                      WHERE b.name = ${queue} AND b.id = j.job_id AND b.state = 'active' AND b.retry_count = j.retry_count)
+    ), started AS (
       UPDATE deliveries d SET attempts = d.attempts + 1, run_attempts = d.run_attempts + 1, last_attempt_at = now()
-        FROM ${sql.unnest(jobs.map((j) => [j.contaId, j.deliveryId, j.jobId]), ['uuid', 'uuid', 'uuid'])} AS j (conta_id, id, job_id)
-       WHERE d.conta_id = j.conta_id AND d.id = j.id AND d.job_id = j.job_id AND d.status = 'pending'
-      RETURNING d.conta_id, d.id, d.attempts
+        FROM held h
+       WHERE d.conta_id = h.conta_id AND d.id = h.id AND d.job_id = h.job_id AND d.status = 'pending'
+      RETURNING d.job_id, d.conta_id, d.id, d.attempts
     ), logged AS (
       INSERT INTO delivery_attempts (conta_id, delivery_id, attempt, started_at)
       SELECT conta_id, id, attempts, clock_timestamp() FROM started
     )
-    SELECT id AS "deliveryId", attempts AS attempt FROM started`);
+    SELECT j.job_id AS "jobId", h.job_id IS NOT NULL AS held, s.attempts AS attempt
+      FROM j LEFT JOIN held h ON h.job_id = j.job_id LEFT JOIN started s ON s.job_id = j.job_id`);
 }
 
 /** What the log says of an attempt that has no outcome and never will: its worker stopped mid-request. */

@@ -1,12 +1,11 @@
-// Starts attempts: before a request goes out, its job's claim is confirmed and refreshed (pg-boss's
-// touch, fenced to the fetch that handed it over) and the attempt is recorded (startAttempts), in
-// one transaction shared by the attempts starting at that moment. A job whose claim was lost (its
-// heartbeat ran out while this worker stalled, and another worker may hold it now) is not sent:
-// two live workers never send the same delivery.
+// Starts attempts: before a request goes out, the attempt is recorded (startAttempts) for the jobs
+// this worker still holds as fetched, in one statement shared by the attempts starting at that
+// moment. A job whose claim was lost (its heartbeat ran out while this worker stalled, and another
+// worker may hold it now) is not sent: two live workers never send the same delivery.
 import type { Job, PgBoss } from 'pg-boss';
 import { z } from 'zod';
-import { bossDb } from '../../shared/db/boss-adapter.ts';
 import { startAttempts } from '../../shared/db/deliveries.ts';
+import type { bossDb } from '../../shared/db/boss-adapter.ts';
 import type { Pool } from '../../shared/db/pool.ts';
 import { DELIVERY_QUEUE, type DeliveryJob } from './queue.ts';
 import { turnBatch } from './turn-batch.ts';
@@ -19,14 +18,17 @@ import { turnBatch } from './turn-batch.ts';
 export type Started = number | 'lost' | 'gone';
 export type Starter = (job: Job<DeliveryJob>) => Promise<Started>;
 
-export function createStarter(deps: { pool: Pool; boss: PgBoss }): Starter {
-  return turnBatch<Job<DeliveryJob>, Started>((jobs) => deps.pool.transaction(async (tx) => {
-    const held = await touchJobs(deps.boss, jobs, { db: bossDb(tx) });
-    const mine = jobs.filter((j) => held.has(j.id));
-    const started = new Map((await startAttempts(tx, mine.map((j) => ({ contaId: j.data.c, deliveryId: j.data.d, jobId: j.id }))))
-      .map((s) => [s.deliveryId, s.attempt]));
-    return jobs.map((j) => (held.has(j.id) ? (started.get(j.data.d) ?? 'gone') : 'lost'));
-  }), { max: 500, parallel: 2 });
+export function createStarter(deps: { pool: Pool }): Starter {
+  return turnBatch<Job<DeliveryJob>, Started>(async (jobs) => {
+    const rows = await startAttempts(deps.pool, DELIVERY_QUEUE,
+      jobs.map((j) => ({ contaId: j.data.c, deliveryId: j.data.d, jobId: j.id, retryCount: j.retryCount })));
+    const byJob = new Map(rows.map((r) => [r.jobId, r]));
+    return jobs.map((j): Started => {
+      const row = byJob.get(j.id);
+      if (!row?.held) return 'lost';
+      return row.attempt ?? 'gone';
+    });
+  }, { max: 500, parallel: 4 });
 }
 
 /**
