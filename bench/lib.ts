@@ -69,8 +69,9 @@ async function watchDatabase(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  await client.end();
+  // Read while the backend lives: once the connection ends its pid names nothing.
   const postmaster = postmasterOf(rows[0]?.pid ?? 0);
+  await client.end();
   if (postmaster && postmaster > 1) databases.add(postmaster);
 }
 
