@@ -14,8 +14,8 @@ export const isConditionalList = (route: AnyRoute) => !!route.conditional && 'li
 
 export async function conditionalPage(deps: Deps, req: Request, route: AnyRoute, cost: Cost, state: RequestState, reply: Reply): Promise<Reply> {
   if (reply.status !== 200) return reply;
-  // Serialized once: the tag is the text's, and the reply sends the same text.
-  const json = JSON.stringify(reply.body);
+  // Serialized once (or already, by PostgreSQL): the tag is the text's, and the reply sends the same text.
+  const json = reply.json ?? JSON.stringify(reply.body);
   const etag = etagForPage(json);
   const headers = { ...reply.headers, ETag: etag };
   if (ifNoneMatchMatches(req.headers['if-none-match'], etag)) return { status: 304, headers, billing: 'not_modified' };

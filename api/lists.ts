@@ -120,6 +120,14 @@ export function toPage<R extends { id: string; cursor_ts: string }, T>(
   return { dados: page.rows.map(present), proximo_cursor: page.next ? encodeCursor(page.next, query.vinculo) : null };
 }
 
+/**
+ * A page whose items PostgreSQL serialized (their JSON texts joined by commas), in the same envelope
+ * and with the same cursor as toPage's: the items are sent as they are, never parsed or serialized again.
+ */
+export function jsonPage(itens: string, next: Posicao | null, query: { vinculo: string }): string {
+  return `{"dados":[${itens}],"proximo_cursor":${next ? JSON.stringify(encodeCursor(next, query.vinculo)) : 'null'}}`;
+}
+
 const PAGING_PARAMS = new Set(['limite', 'cursor', 'ordem']);
 
 /**

@@ -183,6 +183,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
       license: { name: 'Proprietária: uso pelas contas da plataforma' },
       description:
         'API HTTP de uma ferramenta de preços e produção para impressão 3D: catálogo e preços por canal de venda, materiais e estoque, movimentos de estoque, cotações, pedidos de produção e webhooks.\n\n' +
+        'Respostas de 1 KiB ou mais vêm comprimidas (`Content-Encoding: gzip`) quando a requisição envia `Accept-Encoding: gzip`; o `ETag` é o mesmo com ou sem compressão.\n\n' +
         `Toda mudança da API, e dos tetos de uso de cada plano antes de valerem, é anunciada no [histórico de mudanças](${CHANGELOG_PATH}). ` +
         'Os códigos de erro estão em [/docs/erros](/docs/erros).',
     },

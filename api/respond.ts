@@ -1,6 +1,7 @@
 // Writing responses: JSON bodies and RFC 9457 problem details, with the request id on each.
 import type { Response } from 'restify';
 import { ApiError, TITULOS, type ItemRecusado } from '../shared/errors.ts';
+import { encodeBody } from './compression.ts';
 import type { Reply } from './routes/types.ts';
 
 export type ProblemBody = {
@@ -42,17 +43,26 @@ export function problemHeaders(error: ApiError): Record<string, string> {
 }
 
 // sendRaw: restify's own send without its formatters (the body is already serialized), so
-// restify knows the response went out.
-export function writeReply(res: Response, reply: Reply, extraHeaders: Record<string, string>): void {
-  const headers: Record<string, string> = { ...extraHeaders, ...reply.headers };
-  if (reply.body === undefined || reply.status === 304 || reply.status === 204) {
+// restify knows the response went out. A route's answer is gzipped when it is large and the client
+// takes gzip (compression.ts); a HEAD gets the headers, Content-Length included, of that GET.
+export async function writeReply(res: Response, reply: Reply, extraHeaders: Record<string, string>, acceptEncoding: string | undefined): Promise<void> {
+  const headers: Record<string, string> = { ...extraHeaders, ...reply.headers, Vary: 'Accept-Encoding' };
+  const payload = reply.json ?? (reply.body === undefined ? undefined : JSON.stringify(reply.body));
+  if (payload === undefined || reply.status === 304 || reply.status === 204) {
     res.sendRaw(reply.status, '', headers);
     return;
   }
-  const payload = reply.json ?? JSON.stringify(reply.body);
+  const { body, encoding } = await encodeBody(payload, acceptEncoding);
   headers['Content-Type'] ??= 'application/json; charset=utf-8';
+  if (encoding) headers['Content-Encoding'] = encoding;
+  headers['Content-Length'] = String(body.length);
+  res.sendRaw(reply.status, body, headers);
+}
+
+/** A problem is small and goes as it is. */
+function writePlain(res: Response, status: number, payload: string, headers: Record<string, string>): void {
   headers['Content-Length'] = String(Buffer.byteLength(payload));
-  res.sendRaw(reply.status, payload, headers);
+  res.sendRaw(status, payload, headers);
 }
 
 export function writeProblem(
@@ -62,13 +72,9 @@ export function writeProblem(
   baseUrl: string,
   extraHeaders: Record<string, string>,
 ): void {
-  writeReply(
-    res,
-    {
-      status: error.status,
-      body: problemBody(error, requestId, baseUrl),
-      headers: { ...problemHeaders(error), 'Content-Type': 'application/problem+json; charset=utf-8' },
-    },
-    extraHeaders,
-  );
+  writePlain(res, error.status, JSON.stringify(problemBody(error, requestId, baseUrl)), {
+    ...extraHeaders,
+    ...problemHeaders(error),
+    'Content-Type': 'application/problem+json; charset=utf-8',
+  });
 }

@@ -131,7 +131,38 @@ export type LoadResult = {
   peakRssMb?: number;
   /** Share of the machine's CPU (0–1) taken by processes outside the benchmark during the run. */
   othersCpu: number;
+  /** With `writtenIn`: WAL bytes and rows (inserted, updated, deleted) per request in that database over the run. */
+  written?: { walBytes: number; rows: number };
 };
+
+/** Where a database's WAL and written rows stood: what a run wrote is the difference. */
+async function writtenMark(url: string): Promise<{ lsn: string; rows: number }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ lsn: string; rows: string }>(`
+      SELECT pg_current_wal_lsn()::text AS lsn,
+             (SELECT tup_inserted + tup_updated + tup_deleted FROM pg_stat_database WHERE datname = current_database()) AS rows`);
+    return { lsn: rows[0]?.lsn ?? '0/0', rows: Number(rows[0]?.rows ?? 0) };
+  } finally {
+    await client.end();
+  }
+}
+
+/** WAL bytes and rows per request since `before` (backends report their rows within a second of going idle). */
+async function writtenSince(url: string, before: { lsn: string; rows: number }, requests: number): Promise<{ walBytes: number; rows: number }> {
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  const after = await writtenMark(url);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ bytes: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn) AS bytes', [after.lsn, before.lsn]);
+    const n = Math.max(1, requests);
+    return { walBytes: Math.round(Number(rows[0]?.bytes ?? 0) / n), rows: Math.round(((after.rows - before.rows) / n) * 10) / 10 };
+  } finally {
+    await client.end();
+  }
+}
 
 /** The process's resident set, sampled every 200 ms until stopped: its peak and last value, in MB. */
 export function sampleRss(pid: number): () => Promise<{ peak: number; last: number }> {
@@ -159,6 +190,8 @@ export async function load(options: {
   setupRequest?: (req: Record<string, any>) => Record<string, any>;
   /** A server's pid whose peak RSS the result reports. */
   rssOf?: number;
+  /** A database whose WAL and rows written per request the result reports (cluster-wide WAL: keep other writers away). */
+  writtenIn?: string;
 }): Promise<LoadResult> {
   const base = {
     url: options.url,
@@ -168,14 +201,17 @@ export async function load(options: {
   } as autocannon.Options;
   const stopRss = options.rssOf ? sampleRss(options.rssOf) : null;
   await autocannon({ ...base, duration: 2 });
+  const mark = options.writtenIn ? await writtenMark(options.writtenIn) : null;
   const [before, machineBefore] = [sampleCpu(servers, databases), sampleMachine()];
   const r = await autocannon({ ...base, duration: options.seconds });
   const [after, machineAfter] = [sampleCpu(servers, databases), sampleMachine()];
+  const written = options.writtenIn && mark ? await writtenSince(options.writtenIn, mark, r.requests.total) : undefined;
   const cpu = cpuPerRequest(before, after, r.requests.total);
   const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count ?? 0]));
   return {
     cpu,
     othersCpu: othersShare(before, after, machineBefore, machineAfter),
+    ...(written ? { written } : {}),
     statuses,
     ...(stopRss ? { peakRssMb: (await stopRss()).peak } : {}),
     rps: Math.round(r.requests.average),

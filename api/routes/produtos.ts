@@ -1,9 +1,10 @@
 // GET /produtos and GET /produtos/{id}: the catalog with variations, parts and price tiers per
 // sales channel (DESIGN §9). The list costs 1 + 1 per 25 products (contract §8.2): charged from
-// limite on admission, settled to the products actually returned.
+// limite on admission, settled to the products actually returned. Both read each product's
+// document (shared/db/produtos.ts); a page's text goes to the client as PostgreSQL joined it.
 import { z } from 'zod';
-import { listarProdutos, lerProduto, type ProdutoRow } from '../../shared/db/produtos.ts';
-import { conditionalList, listResponses, envelope, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery, toPage } from '../lists.ts';
+import { lerProduto, paginaDeProdutos } from '../../shared/db/produtos.ts';
+import { conditionalList, listResponses, envelope, jsonPage, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery } from '../lists.ts';
 import { exemploProduto } from './exemplos.ts';
 import type { Cost } from '../cost.ts';
 import { defineRoute } from './types.ts';
@@ -48,8 +49,6 @@ const query = listQuery('produtos', {
   canal_id: z.uuid().optional().describe('Só os produtos com faixa de preço neste canal.'),
 });
 
-const present = ({ cursor_ts: _c, row_version: _v, ...produto }: ProdutoRow) => produto;
-
 /** Units of a /produtos call that returns (or may return) n products. */
 export const unidadesProdutos = (n: number) => 1 + Math.floor(n / 25);
 
@@ -74,9 +73,8 @@ export const listProdutos = defineRoute({
   ...conditionalList,
   responses: listResponses('Uma página de produtos.', envelope(Produto), { dados: [exemploProduto], proximo_cursor: null }),
   handler: async ({ caller, query, db }) => {
-    const rows = await listarProdutos(db, caller.contaId, query);
-    const page = toPage(rows, query, present);
-    return { status: 200, body: page, billing: { units: unidadesProdutos(page.dados.length) } };
+    const pagina = await paginaDeProdutos(db, caller.contaId, query);
+    return { status: 200, json: jsonPage(pagina.itens, pagina.proxima, query), billing: { units: unidadesProdutos(pagina.quantidade) } };
   },
 });
 
@@ -90,6 +88,6 @@ export const getProduto = defineRoute({
   permission: 'produtos.ver',
   ...umRegistro({
     conditional: { tabela: 'produtos' }, descricao: 'O produto.', schema: Produto, exemplo: exemploProduto,
-    ler: lerProduto, ausente: 'O produto não existe nesta conta.', versao: (row) => row.row_version, apresentar: present,
+    ler: lerProduto, ausente: 'O produto não existe nesta conta.', versao: (lido) => lido.row_version, apresentar: (lido) => lido.produto,
   }),
 });

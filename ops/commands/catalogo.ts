@@ -56,10 +56,7 @@ export const catalogoCommands = [
     name: 'produtos show',
     summary: 'Show a product as GET /produtos/{id} does: variations, parts and price tiers per channel.',
     options: z.object({ conta: z.uuid(), produto: z.uuid() }),
-    run: async (o, { pool, out }) => {
-      const { cursor_ts: _c, row_version: _v, ...produto } = found(await lerProduto(pool, o.conta, o.produto), `product ${o.produto}`);
-      out(produto);
-    },
+    run: async (o, { pool, out }) => out(found(await lerProduto(pool, o.conta, o.produto), `product ${o.produto}`).produto),
   }),
   defineCommand({
     name: 'variacoes create',

@@ -29,10 +29,13 @@ export function pageClauses(alias: string, sort: SortColumn, page: Pagina, direc
       ? sql.fragment`${sql.identifier([alias, 'atualizado_em'])} >= ${page.atualizado_desde}::timestamptz`
       : sql.fragment`true`,
   ];
+  const sortKey = sql.fragment`${column} ${order}, ${id} ${order}`;
   return {
     where: sql.join(conditions, sql.fragment` AND `),
     cursorColumn: sql.fragment`${column}::text AS cursor_ts`,
-    orderLimit: sql.fragment`ORDER BY ${column} ${order}, ${id} ${order} LIMIT ${page.limite + 1}`,
+    /** The list's order alone (e.g. for row_number() over the page). */
+    order: sortKey,
+    orderLimit: sql.fragment`ORDER BY ${sortKey} LIMIT ${page.limite + 1}`,
   };
 }
 

@@ -1,7 +1,7 @@
-// Reading products with their variations, parts and price tiers per channel (DESIGN §9). One
-// query per page: the nested arrays are built by PostgreSQL (json_agg in lateral subqueries),
-// so a page of 100 products is one round trip, not one per product.
-import type { FragmentSqlToken, ListSqlToken } from 'slonik';
+// Reading products (DESIGN §9): each product's document, the JSON text of its representation that
+// the catalog's triggers keep in its row (sql/code/catalogo.sql, produto_documento()). A page is one
+// index range scan of produtos and the concatenation of its documents, text the web process sends as
+// it is (docs/decisions.md, "Catalog documents"); one product is its document, parsed.
 import { z } from 'zod';
 import { pageClauses, type Posicao, type SortColumn } from './paging.ts';
 import { sql, type Db } from './pool.ts';
@@ -20,7 +20,8 @@ export const Variacao = z.object({
   precos: z.array(PrecoCanal),
 });
 
-export const ProdutoRow = z.object({
+/** A product's document, as the API shows it. */
+export const ProdutoDocumento = z.object({
   id: z.string(),
   sku: z.string(),
   nome: z.string(),
@@ -29,10 +30,11 @@ export const ProdutoRow = z.object({
   variacoes: z.array(Variacao),
   criado_em: z.string(),
   atualizado_em: z.string(),
-  row_version: z.number().int(),
-  cursor_ts: z.string(),
 });
-export type ProdutoRow = z.infer<typeof ProdutoRow>;
+export type ProdutoDocumento = z.infer<typeof ProdutoDocumento>;
+
+/** One product: its document and its version (the source of its ETag). */
+export type ProdutoLido = { id: string; row_version: number; produto: ProdutoDocumento };
 
 export type FiltrosProdutos = {
   limite: number;
@@ -44,43 +46,24 @@ export type FiltrosProdutos = {
   canal_id?: string;
 };
 
-// Variations in the order the screen shows them; parts likewise; channels oldest first; tiers by
-// the quantity they start at.
-const variacoesDoProduto = sql.fragment`
-  SELECT coalesce(json_agg(json_build_object(
-           'id', v.id, 'sku', v.sku, 'nome', v.nome, 'ativa', v.ativa,
-           'quantidade_minima', v.quantidade_minima, 'multiplo', v.multiplo,
-           'partes', coalesce(pt.partes, '[]'::json),
-           'precos', coalesce(pr.precos, '[]'::json))
-         ORDER BY v.posicao, v.criado_em, v.id), '[]'::json) AS variacoes
-    FROM variacoes v
-    LEFT JOIN LATERAL (
-      SELECT json_agg(json_build_object('id', x.id, 'nome', x.nome, 'quantidade', x.quantidade)
-                      ORDER BY x.posicao, x.id) AS partes
-        FROM partes x
-       WHERE x.conta_id = v.conta_id AND x.variacao_id = v.id) pt ON true
-    LEFT JOIN LATERAL (
-      SELECT json_agg(json_build_object('canal_id', c.id, 'faixas', f.faixas) ORDER BY c.criado_em, c.id) AS precos
-        FROM (SELECT t.canal_id,
-                     json_agg(json_build_object('a_partir_de', t.a_partir_de, 'preco_centavos', t.preco_centavos)
-                              ORDER BY t.a_partir_de) AS faixas
-                FROM precos t
-               WHERE t.conta_id = v.conta_id AND t.variacao_id = v.id
-               GROUP BY t.canal_id) f
-        JOIN canais c ON c.conta_id = v.conta_id AND c.id = f.canal_id) pr ON true
-   WHERE v.conta_id = p.conta_id AND v.produto_id = p.id`;
+/**
+ * A page: its documents joined by commas (the JSON array's elements), how many it holds, and where
+ * the next page starts (null: this is the last).
+ */
+export type PaginaDeProdutos = { itens: string; quantidade: number; proxima: Posicao | null };
 
-function selectProdutos(where: FragmentSqlToken | ListSqlToken, cursorColumn: FragmentSqlToken, tail: FragmentSqlToken) {
-  return sql.type(ProdutoRow)`
-    SELECT p.id, p.sku, p.nome, p.descricao, p.ativo, vs.variacoes, p.criado_em, p.atualizado_em, p.row_version::float8 AS row_version,
-           ${cursorColumn}
-      FROM produtos p
-      CROSS JOIN LATERAL (${variacoesDoProduto}) vs
-     WHERE ${where}
-     ${tail}`;
-}
+// The page's rows are numbered in the list's order (limite + 1 are read, to know whether a next page
+// exists); the documents of the first limite are joined, and the last of them is the next position.
+// The brackets are the web process's: each concatenation here would copy the page's text again.
+const PaginaRow = z.object({
+  itens: z.string(),
+  linhas: z.number().int(),
+  ultimo_ts: z.string().nullable(),
+  ultimo_id: z.string().nullable(),
+});
 
-export async function listarProdutos(db: Db, contaId: string, filtros: FiltrosProdutos): Promise<readonly ProdutoRow[]> {
+/** The page's one statement (exported for the benchmark's EXPLAIN). */
+export function consultaDaPagina(contaId: string, filtros: FiltrosProdutos) {
   const page = pageClauses('p', filtros.ordem ?? 'criado_em', filtros);
   const conditions = [sql.fragment`p.conta_id = ${contaId}`, page.where];
   if (filtros.ativo !== undefined) conditions.push(sql.fragment`p.ativo = ${filtros.ativo}`);
@@ -98,13 +81,29 @@ export async function listarProdutos(db: Db, contaId: string, filtros: FiltrosPr
         FROM precos t JOIN variacoes v ON v.conta_id = t.conta_id AND v.id = t.variacao_id
        WHERE t.conta_id = ${contaId} AND t.canal_id = ${filtros.canal_id})`);
   }
-  return db.any(selectProdutos(sql.join(conditions, sql.fragment` AND `), page.cursorColumn, page.orderLimit));
+  const limite = filtros.limite;
+  // Joined in the list's order, which the rows already come in (PostgreSQL 16 and later skip the sort).
+  return sql.type(PaginaRow)`
+    SELECT coalesce(string_agg(documento, ',' ORDER BY chave, id) FILTER (WHERE n <= ${limite}), '') AS itens,
+           count(*)::int AS linhas,
+           min(cursor_ts) FILTER (WHERE n = ${limite}) AS ultimo_ts,
+           min(id::text) FILTER (WHERE n = ${limite}) AS ultimo_id
+      FROM (SELECT p.id, p.documento, ${sql.identifier(['p', filtros.ordem ?? 'criado_em'])} AS chave, ${page.cursorColumn},
+                   row_number() OVER (ORDER BY ${page.order}) AS n
+              FROM produtos p
+             WHERE ${sql.join(conditions, sql.fragment` AND `)}
+             ${page.orderLimit}) pagina`;
 }
 
-export async function lerProduto(db: Db, contaId: string, id: string): Promise<ProdutoRow | null> {
-  return db.maybeOne(selectProdutos(
-    sql.fragment`p.conta_id = ${contaId} AND p.id = ${id}`,
-    sql.fragment`p.criado_em::text AS cursor_ts`,
-    sql.fragment``,
-  ));
+export async function paginaDeProdutos(db: Db, contaId: string, filtros: FiltrosProdutos): Promise<PaginaDeProdutos> {
+  const limite = filtros.limite;
+  const row = await db.one(consultaDaPagina(contaId, filtros));
+  const proxima = row.linhas > limite && row.ultimo_ts !== null && row.ultimo_id !== null ? { ts: row.ultimo_ts, id: row.ultimo_id } : null;
+  return { itens: row.itens, quantidade: Math.min(row.linhas, limite), proxima };
+}
+
+export async function lerProduto(db: Db, contaId: string, id: string): Promise<ProdutoLido | null> {
+  const row = await db.maybeOne(sql.type(z.object({ id: z.string(), row_version: z.number().int(), documento: z.string() }))`
+    SELECT id, row_version::float8 AS row_version, documento FROM produtos WHERE conta_id = ${contaId} AND id = ${id}`);
+  return row && { id: row.id, row_version: row.row_version, produto: ProdutoDocumento.parse(JSON.parse(row.documento)) };
 }

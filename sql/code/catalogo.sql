@@ -1,19 +1,77 @@
 -- The catalog: rows kept current, a change below a product (variation, part, price tier) or a color
--- of a material counted as a change of its product or material, and the catalog's events
--- (produto.criado, produto.atualizado, catalogo.atualizado_em_massa) decided at commit.
+-- of a material counted as a change of its product or material, each product's document (what the
+-- API shows of it) rebuilt with its row, and the catalog's events (produto.criado,
+-- produto.atualizado, catalogo.atualizado_em_massa) decided at commit.
 
 CREATE TRIGGER canais_touch BEFORE UPDATE ON canais FOR EACH ROW EXECUTE FUNCTION touch_row();
-CREATE TRIGGER produtos_touch BEFORE UPDATE ON produtos FOR EACH ROW EXECUTE FUNCTION touch_versioned_row();
 CREATE TRIGGER variacoes_touch BEFORE UPDATE ON variacoes FOR EACH ROW EXECUTE FUNCTION touch_row();
 CREATE TRIGGER materiais_touch BEFORE UPDATE ON materiais FOR EACH ROW EXECUTE FUNCTION touch_row();
 CREATE TRIGGER cores_touch BEFORE UPDATE ON cores FOR EACH ROW EXECUTE FUNCTION touch_row();
 
--- A catalog change below a product (variation, part, price tier) is a change of the product.
+-- A product's document: the JSON text GET /produtos and GET /produtos/{id} send, built from the
+-- product's row as it is being written and its variations, parts and price tiers as they are now
+-- (docs/decisions.md, "Catalog documents"). Compact and in the representation's key order, byte for
+-- byte what JSON.stringify made of the rows the API used to build per request; timestamps as
+-- toISOString() prints them (UTC, milliseconds). Variations and parts in the screen's order, channels
+-- oldest first, tiers by the quantity they start at. sql/migrations/0012_documentos_catalogo.sql
+-- backfilled the rows with a copy of this builder.
+CREATE FUNCTION produto_documento(p produtos) RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  v_variacoes text;
+BEGIN
+  SELECT string_agg(
+           '{"id":' || to_json(v.id) || ',"sku":' || to_json(v.sku) || ',"nome":' || to_json(v.nome)
+           || ',"ativa":' || v.ativa || ',"quantidade_minima":' || v.quantidade_minima || ',"multiplo":' || v.multiplo
+           || ',"partes":[' || coalesce(pt.partes, '') || '],"precos":[' || coalesce(pr.precos, '') || ']}',
+           ',' ORDER BY v.posicao, v.criado_em, v.id)
+    INTO v_variacoes
+    FROM variacoes v
+    LEFT JOIN LATERAL (
+      SELECT string_agg('{"id":' || to_json(x.id) || ',"nome":' || to_json(x.nome) || ',"quantidade":' || x.quantidade || '}',
+                        ',' ORDER BY x.posicao, x.id) AS partes
+        FROM partes x
+       WHERE x.conta_id = v.conta_id AND x.variacao_id = v.id) pt ON true
+    LEFT JOIN LATERAL (
+      SELECT string_agg('{"canal_id":' || to_json(c.id) || ',"faixas":[' || f.faixas || ']}', ',' ORDER BY c.criado_em, c.id) AS precos
+        FROM (SELECT t.canal_id,
+                     string_agg('{"a_partir_de":' || t.a_partir_de || ',"preco_centavos":' || t.preco_centavos || '}',
+                                ',' ORDER BY t.a_partir_de) AS faixas
+                FROM precos t
+               WHERE t.conta_id = v.conta_id AND t.variacao_id = v.id
+               GROUP BY t.canal_id) f
+        JOIN canais c ON c.conta_id = v.conta_id AND c.id = f.canal_id) pr ON true
+   WHERE v.conta_id = p.conta_id AND v.produto_id = p.id;
+  RETURN '{"id":' || to_json(p.id) || ',"sku":' || to_json(p.sku) || ',"nome":' || to_json(p.nome)
+    || ',"descricao":' || coalesce(to_json(p.descricao)::text, 'null') || ',"ativo":' || p.ativo
+    || ',"variacoes":[' || coalesce(v_variacoes, '') || ']'
+    || ',"criado_em":"' || to_char(p.criado_em AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+    || '","atualizado_em":"' || to_char(p.atualizado_em AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"}';
+END $$;
+
+-- Every write of a product row: an update moves atualizado_em and the version (the source of
+-- ETags), and either rebuilds the document. One trigger, so the document is built after the touch,
+-- and whatever a writer puts in documento is replaced.
+CREATE FUNCTION produtos_documentar() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' THEN
+    NEW.atualizado_em := now();
+    NEW.row_version := OLD.row_version + 1;
+  END IF;
+  NEW.documento := produto_documento(NEW);
+  RETURN NEW;
+END $$;
+CREATE TRIGGER produtos_documentar BEFORE INSERT OR UPDATE ON produtos
+  FOR EACH ROW EXECUTE FUNCTION produtos_documentar();
+
+-- A catalog change below a product (variation, part, price tier) is a change of the product, and so
+-- rebuilds its document. A row moved to another parent changes both.
 CREATE FUNCTION variacoes_tocar_produto() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   UPDATE produtos SET atualizado_em = now()
-   WHERE conta_id = coalesce(NEW.conta_id, OLD.conta_id) AND id = coalesce(NEW.produto_id, OLD.produto_id);
+   WHERE conta_id = coalesce(NEW.conta_id, OLD.conta_id) AND id IN (NEW.produto_id, OLD.produto_id);
   RETURN NULL;
 END $$;
 CREATE TRIGGER variacoes_tocar_produto AFTER INSERT OR UPDATE OR DELETE ON variacoes
@@ -25,7 +83,7 @@ LANGUAGE plpgsql AS $$
 BEGIN
   UPDATE produtos p SET atualizado_em = now()
     FROM variacoes v
-   WHERE v.conta_id = coalesce(NEW.conta_id, OLD.conta_id) AND v.id = coalesce(NEW.variacao_id, OLD.variacao_id)
+   WHERE v.conta_id = coalesce(NEW.conta_id, OLD.conta_id) AND v.id IN (NEW.variacao_id, OLD.variacao_id)
      AND p.conta_id = v.conta_id AND p.id = v.produto_id;
   RETURN NULL;
 END $$;
@@ -33,6 +91,21 @@ CREATE TRIGGER partes_tocar_produto AFTER INSERT OR UPDATE OR DELETE ON partes
   FOR EACH ROW EXECUTE FUNCTION catalogo_tocar_produto();
 CREATE TRIGGER precos_tocar_produto AFTER INSERT OR UPDATE OR DELETE ON precos
   FOR EACH ROW EXECUTE FUNCTION catalogo_tocar_produto();
+
+-- Documents list a variation's prices by channel, oldest channel first: moving a channel's criado_em
+-- reorders the documents of the products it prices.
+CREATE FUNCTION canais_reordenar_produtos() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE produtos p SET atualizado_em = now()
+   WHERE p.conta_id = NEW.conta_id
+     AND p.id IN (SELECT v.produto_id
+                    FROM precos t JOIN variacoes v ON v.conta_id = t.conta_id AND v.id = t.variacao_id
+                   WHERE t.conta_id = NEW.conta_id AND t.canal_id = NEW.id);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER canais_reordenar_produtos AFTER UPDATE OF criado_em ON canais
+  FOR EACH ROW WHEN (OLD.criado_em IS DISTINCT FROM NEW.criado_em) EXECUTE FUNCTION canais_reordenar_produtos();
 
 -- A color belongs to its material's representation (cores[]): changing it changes the material.
 CREATE FUNCTION cores_tocar_material() RETURNS trigger
