@@ -13,10 +13,10 @@ import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { attemptDelivery } from './attempt.ts';
 import type { WebhookHttp } from './http.ts';
-import { CHANNEL_JOBS, DELIVERY_QUEUE, HEARTBEAT_TOUCH_MS, ensureDeliveryQueue, heldJobs, type DeliveryJob } from './queue.ts';
+import { CHANNEL_JOBS, DELIVERY_QUEUE, HEARTBEAT_TOUCH_MS, ensureDeliveryQueue, heldJobs, refreshHeartbeats, type DeliveryJob } from './queue.ts';
 import type { Recorder } from './recorder.ts';
 import { Signal } from './signal.ts';
-import { createStarter, touchJobs } from './starter.ts';
+import { createStarter } from './starter.ts';
 
 const POLL_MS = 1_000;
 
@@ -141,7 +141,7 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
   // The held jobs' heartbeat: one statement for all of them. A job this worker no longer holds is
   // found again by its start (starter.ts), which then does not send it.
   const heartbeat = setInterval(() => {
-    touchJobs(boss, [...holding.values()]).catch((error: unknown) => log.warn({ err: error }, 'refreshing webhook jobs\' heartbeat failed'));
+    refreshHeartbeats(boss, [...holding.values()]).catch((error: unknown) => log.warn({ err: error }, 'refreshing webhook jobs\' heartbeat failed'));
   }, HEARTBEAT_TOUCH_MS);
 
   return {

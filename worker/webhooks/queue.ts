@@ -1,7 +1,7 @@
 // The pg-boss queue that carries delivery attempts. One job per attempt that is due now, inserted
 // in batches in the same transaction as the deliveries it stands for; the schedule itself
 // (retries, the hourly cap) lives in deliveries.next_attempt_at, where operators can see and move it.
-import type { PgBoss } from 'pg-boss';
+import type { Job, PgBoss } from 'pg-boss';
 import type { Config } from '../../shared/config.ts';
 import { bossDb } from '../../shared/db/boss-adapter.ts';
 import type { NewDelivery } from '../../shared/db/outbox.ts';
@@ -77,4 +77,13 @@ export async function enqueueJobs(tx: Tx, boss: PgBoss, deliveries: readonly New
     deliveries.map((d) => ({ id: d.job_id, data: { c: d.conta_id, d: d.id } satisfies DeliveryJob })),
     { db: bossDb(tx) },
   );
+}
+
+/**
+ * Refreshes the heartbeat of jobs this worker holds, each fenced to the fetch that handed it over
+ * (a job another worker holds now is left alone; its start finds it lost: starter.ts).
+ */
+export async function refreshHeartbeats(boss: PgBoss, jobs: readonly Job<DeliveryJob>[]): Promise<void> {
+  if (jobs.length === 0) return;
+  await boss.touch(DELIVERY_QUEUE, jobs.map((j) => ({ id: j.id, retryCount: j.retryCount })));
 }

@@ -2,10 +2,8 @@
 // this worker still holds as fetched, in one statement shared by the attempts starting at that
 // moment. A job whose claim was lost (its heartbeat ran out while this worker stalled, and another
 // worker may hold it now) is not sent: two live workers never send the same delivery.
-import type { Job, PgBoss } from 'pg-boss';
-import { z } from 'zod';
+import type { Job } from 'pg-boss';
 import { startAttempts } from '../../shared/db/deliveries.ts';
-import type { bossDb } from '../../shared/db/boss-adapter.ts';
 import type { Pool } from '../../shared/db/pool.ts';
 import { DELIVERY_QUEUE, type DeliveryJob } from './queue.ts';
 import { turnBatch } from './turn-batch.ts';
@@ -30,17 +28,3 @@ export function createStarter(deps: { pool: Pool }): Starter {
     });
   }, { max: 500, parallel: 4 });
 }
-
-/**
- * Refreshes the heartbeat of jobs this worker holds, fenced to the fetch that handed each one over;
- * answers the ids still held (a job missing was failed by pg-boss's heartbeat check and may be
- * running elsewhere).
- */
-export async function touchJobs(boss: PgBoss, jobs: readonly Job<DeliveryJob>[], options: { db?: ReturnType<typeof bossDb> } = {}): Promise<Set<string>> {
-  if (jobs.length === 0) return new Set();
-  const response = await boss.touch(DELIVERY_QUEUE, jobs.map((j) => ({ id: j.id, retryCount: j.retryCount })), options);
-  return new Set(Touched.parse(response).settled);
-}
-
-// pg-boss types its answer loosely; touch() answers the ids it refreshed.
-const Touched = z.object({ settled: z.array(z.string()) });
