@@ -15,6 +15,7 @@ export function startRelay(deps: WorkerDeps, notifier: Notifier): Poller {
     name: 'webhook-relay',
     intervalMs: 1_000,
     log,
+    batch: BATCH,
     step: async () => {
       await ensureDeliveryQueue(boss, config);
       return pool.transaction(async (tx) => {

@@ -15,6 +15,7 @@ export function startScheduler(deps: WorkerDeps, notifier: Notifier): Poller {
     name: 'webhook-scheduler',
     intervalMs: 1_000,
     log,
+    batch: BATCH,
     step: async () => {
       await ensureDeliveryQueue(boss, config);
       return pool.transaction(async (tx) => {
