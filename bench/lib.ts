@@ -135,33 +135,37 @@ export type LoadResult = {
   written?: { walBytes: number; rows: number };
 };
 
-/** Where a database's WAL and written rows stood: what a run wrote is the difference. */
-async function writtenMark(url: string): Promise<{ lsn: string; rows: number }> {
+/** Where a database's WAL and written rows stood: what a run wrote is the difference (writtenSince). */
+export type WrittenMark = { lsn: string; rows: number };
+
+const WRITTEN = `
+  SELECT pg_current_wal_lsn()::text AS lsn,
+         pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::float8 AS bytes,
+         (SELECT (tup_inserted + tup_updated + tup_deleted)::float8 FROM pg_stat_database WHERE datname = current_database()) AS rows`;
+
+async function readWritten(url: string, since: string): Promise<{ lsn: string; bytes: number; rows: number }> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ lsn: string; rows: string }>(`
-      SELECT pg_current_wal_lsn()::text AS lsn,
-             (SELECT tup_inserted + tup_updated + tup_deleted FROM pg_stat_database WHERE datname = current_database()) AS rows`);
-    return { lsn: rows[0]?.lsn ?? '0/0', rows: Number(rows[0]?.rows ?? 0) };
+    const { rows } = await client.query<{ lsn: string; bytes: number; rows: number }>(WRITTEN, [since]);
+    return rows[0] ?? { lsn: since, bytes: 0, rows: 0 };
   } finally {
     await client.end();
   }
 }
 
-/** WAL bytes and rows per request since `before` (backends report their rows within a second of going idle). */
-async function writtenSince(url: string, before: { lsn: string; rows: number }, requests: number): Promise<{ walBytes: number; rows: number }> {
+export async function writtenMark(url: string): Promise<WrittenMark> {
+  const { lsn, rows } = await readWritten(url, '0/0');
+  return { lsn, rows };
+}
+
+/** WAL bytes and rows (inserted, updated, deleted) per unit of work since `mark`. */
+export async function writtenSince(url: string, mark: WrittenMark, units: number): Promise<{ walBytes: number; rows: number }> {
+  // Backends report their rows when they go idle, at most once a second.
   await new Promise((resolve) => setTimeout(resolve, 1_500));
-  const after = await writtenMark(url);
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ bytes: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn) AS bytes', [after.lsn, before.lsn]);
-    const n = Math.max(1, requests);
-    return { walBytes: Math.round(Number(rows[0]?.bytes ?? 0) / n), rows: Math.round(((after.rows - before.rows) / n) * 10) / 10 };
-  } finally {
-    await client.end();
-  }
+  const now = await readWritten(url, mark.lsn);
+  const n = Math.max(1, units);
+  return { walBytes: Math.round(now.bytes / n), rows: Math.round(((now.rows - mark.rows) / n) * 10) / 10 };
 }
 
 /** The process's resident set, sampled every 200 ms until stopped: its peak and last value, in MB. */

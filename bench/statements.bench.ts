@@ -22,7 +22,7 @@ import { criarEndpoint } from '../shared/db/webhooks.ts';
 import { criarProdutoCompleto } from '../test/helpers/catalogo.ts';
 import { novoPedido } from '../test/helpers/cotacoes.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
-import { load, spawnServer, writeSection } from './lib.ts';
+import { load, spawnServer, writeSection, writtenMark, writtenSince, type WrittenMark } from './lib.ts';
 
 const ACCOUNTS = 20;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -84,28 +84,21 @@ const movimento = (req: Record<string, any>) => {
   };
 };
 
-const Mark = z.object({ lsn: z.string(), rows: z.number() });
-const Written = z.object({ wal: z.number(), rows: z.number() });
 const Statement = z.object({ calls: z.number(), exec_us: z.number(), plan_us: z.number(), plans: z.number(), query: z.string() });
 const Fn = z.object({ name: z.string(), calls: z.number(), self_us: z.number() });
 type Profile = { name: string; units: number; rate: string; wal: number; rows: number; statements: readonly z.infer<typeof Statement>[]; functions: readonly z.infer<typeof Fn>[] };
 
-async function reset(): Promise<z.infer<typeof Mark>> {
+async function reset(): Promise<WrittenMark> {
   // What backends counted before (the warm-up) reaches the shared counters when they go idle, at
   // most once a second: let it arrive before the reset, not after.
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   await pool.query(sql.unsafe`SELECT pg_stat_statements_reset(), pg_stat_reset()`);
-  return pool.one(sql.type(Mark)`
-    SELECT pg_current_wal_lsn()::text AS lsn,
-           (SELECT (tup_inserted + tup_updated + tup_deleted)::float8 FROM pg_stat_database WHERE datname = current_database()) AS rows`);
+  return writtenMark(url);
 }
 
-async function measured(name: string, mark: z.infer<typeof Mark>, units: number, rate: string): Promise<Profile> {
-  // Statistics of other backends reach the shared counters when they go idle (at most once a second).
-  await new Promise((resolve) => setTimeout(resolve, 1_500));
-  const written = await pool.one(sql.type(Written)`
-    SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ${mark.lsn}::pg_lsn)::float8 AS wal,
-           (SELECT (tup_inserted + tup_updated + tup_deleted)::float8 FROM pg_stat_database WHERE datname = current_database()) AS rows`);
+async function measured(name: string, mark: WrittenMark, units: number, rate: string): Promise<Profile> {
+  // Statistics of other backends reach the shared counters when they go idle (writtenSince waits).
+  const written = await writtenSince(url, mark, units);
   const statements = await pool.any(sql.type(Statement)`
     SELECT calls::int, (total_exec_time * 1000)::float8 AS exec_us, (total_plan_time * 1000)::float8 AS plan_us, plans::int,
            left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 70) AS query
@@ -114,7 +107,7 @@ async function measured(name: string, mark: z.infer<typeof Mark>, units: number,
      ORDER BY total_exec_time + total_plan_time DESC`);
   const functions = await pool.any(sql.type(Fn)`
     SELECT funcname AS name, calls::int, (self_time * 1000)::float8 AS self_us FROM pg_stat_user_functions ORDER BY self_time DESC LIMIT 4`);
-  return { name, units, rate, wal: written.wal / units, rows: (written.rows - mark.rows) / units, statements, functions };
+  return { name, units, rate, wal: written.walBytes, rows: written.rows, statements, functions };
 }
 
 async function requests(name: string, path: string, setupRequest: (r: Record<string, any>) => Record<string, any>): Promise<Profile> {

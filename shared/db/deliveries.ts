@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { MotivoDesativacao } from '../domain/webhooks.ts';
 import { BOSS_SCHEMA } from '../boss.ts';
 import { CHANNEL_JOBS, NewDelivery } from './outbox.ts';
-import { sql, type Db, type Tx } from './pool.ts';
+import { Nothing, sql, type Db, type Tx } from './pool.ts';
 
 /**
  * Due deliveries with no job (retries, deliveries held by the hourly cap, replays) get a job id,
@@ -201,7 +201,7 @@ const endpointRefs = (refs: readonly EndpointRef[]) =>
 /** A success ends an endpoint's run of failures. */
 export async function markEndpointsHealthy(tx: Tx, refs: readonly EndpointRef[]): Promise<void> {
   if (refs.length === 0) return;
-  await tx.query(sql.prepared('mark_endpoints_healthy', z.unknown())`
+  await tx.query(sql.prepared('mark_endpoints_healthy', Nothing)`
     UPDATE webhook_endpoints e SET falhando_desde = NULL
       FROM ${endpointRefs(refs)} AS r (conta_id, id)
      WHERE e.conta_id = r.conta_id AND e.id = r.id AND e.falhando_desde IS NOT NULL`);
@@ -210,7 +210,7 @@ export async function markEndpointsHealthy(tx: Tx, refs: readonly EndpointRef[])
 /** A failure starts a run of failures unless one is running. */
 export async function markEndpointsFailing(tx: Tx, refs: readonly (EndpointRef & { since: Date })[]): Promise<void> {
   if (refs.length === 0) return;
-  await tx.query(sql.prepared('mark_endpoints_failing', z.unknown())`
+  await tx.query(sql.prepared('mark_endpoints_failing', Nothing)`
     UPDATE webhook_endpoints e SET falhando_desde = r.since
       FROM ${sql.unnest(refs.map((r) => [r.contaId, r.endpointId, r.since.toISOString()]), ['uuid', 'uuid', 'timestamptz'])}
            AS r (conta_id, id, since)

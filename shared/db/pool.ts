@@ -16,17 +16,19 @@ export type Db = CommonQueryMethods;
 export type Pool = DatabasePool;
 export type Tx = DatabaseTransactionConnection;
 
+/**
+ * The row type of a statement run for its effect (whatever it returns is ignored): sql.prepared
+ * takes it by name, sql.typeAlias('void') is the same for an unnamed statement.
+ */
+export const Nothing = z.looseObject({});
+
 // Row types named once and reused by every query module.
 export const sql = createSqlTag({
   typeAliases: {
-    // Statements run for their effect; whatever they return is ignored.
-    void: z.looseObject({}),
+    void: Nothing,
     id: z.object({ id: z.string() }),
   },
 });
-
-/** The row type of a statement run for its effect (sql.prepared needs one; sql.typeAlias('void') is its unnamed twin). */
-export const Nothing = z.looseObject({});
 
 export type PoolOptions = {
   size: number;

@@ -152,8 +152,8 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
       jobsAvailable.notify();
       slotFreed.notify();
       await loop;
+      // Every outcome is recorded within its batch's promise.
       await Promise.all([...batches]);
-      await recorder.drain();
     },
   };
 }

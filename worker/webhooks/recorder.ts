@@ -1,8 +1,9 @@
 // Records delivery outcomes in batches: whatever finished while the previous batch was being
 // written goes into the next one, in ONE transaction with the attempts, the endpoints' failure
 // runs, disabled endpoints (and their creators' e-mails) and the completion of the pg-boss jobs.
-// A crash before that commit leaves the jobs active; pg-boss expires and re-runs them, so an
-// attempt is either recorded with its job completed or made again (at least once).
+// A crash before that commit leaves the jobs active until their heartbeat runs out; pg-boss then
+// re-runs them, so an attempt is either recorded with its job completed or made again (at least
+// once), its first try left in the log as interrupted.
 import type { Job, PgBoss } from 'pg-boss';
 import { clock } from '../../shared/clock.ts';
 import { bossDb } from '../../shared/db/boss-adapter.ts';
@@ -12,11 +13,12 @@ import { desativarEndpoints } from '../../shared/db/webhooks.ts';
 import { FAILING_DAYS_BEFORE_DISABLE, type MotivoDesativacao } from '../../shared/domain/webhooks.ts';
 import type { Logger } from '../../shared/log.ts';
 import { DELIVERY_QUEUE, type DeliveryJob } from './queue.ts';
+import { turnBatch } from './turn-batch.ts';
 
 /** A finished job: its outcome (null when the job no longer carried a delivery) and the endpoint's failure run at load. */
 export type Finished = { job: Job<DeliveryJob>; result: DeliveryResult | null; failingSince: string | null };
 
-export type Recorder = { record(entry: Finished): Promise<void>; drain(): Promise<void> };
+export type Recorder = { record(entry: Finished): Promise<void> };
 
 const MAX_BATCH = 500;
 // Two batches may be written at once: they touch different deliveries and jobs, and the database
@@ -25,23 +27,11 @@ const PARALLEL = 2;
 const RETRIES = [100, 500, 2_000];
 
 export function startRecorder(deps: { pool: Pool; boss: PgBoss; log: Logger }): Recorder {
-  const queue: (Finished & { done: () => void })[] = [];
-  let writing = 0;
-  let scheduled = false;
-  const idle: (() => void)[] = [];
-
-  function pump(): void {
-    while (queue.length > 0 && writing < PARALLEL) {
-      const batch = queue.splice(0, MAX_BATCH);
-      writing++;
-      void writeWithRetries(batch).then(() => {
-        writing--;
-        for (const entry of batch) entry.done();
-        pump();
-      });
-    }
-    if (queue.length === 0 && writing === 0) idle.splice(0).forEach((resolve) => resolve());
-  }
+  // Outcomes finishing in the same turn of the event loop share a transaction.
+  const record = turnBatch<Finished, void>(async (batch) => {
+    await writeWithRetries(batch);
+    return batch.map(() => undefined);
+  }, { max: MAX_BATCH, parallel: PARALLEL });
 
   async function writeWithRetries(batch: Finished[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
@@ -51,7 +41,7 @@ export function startRecorder(deps: { pool: Pool; boss: PgBoss; log: Logger }): 
       } catch (error) {
         const wait = RETRIES[attempt];
         if (wait === undefined) {
-          // The jobs stay active: pg-boss expires them and they run again.
+          // The jobs stay active: once released, their heartbeat stops and they run again.
           deps.log.error({ err: error, jobs: batch.length }, 'webhook outcomes not recorded; their jobs will run again');
           return;
         }
@@ -100,23 +90,5 @@ export function startRecorder(deps: { pool: Pool; boss: PgBoss; log: Logger }): 
     for (const e of disabled) deps.log.warn({ endpoint: e.id, conta: e.conta_id, motivo: e.desativado_motivo }, 'webhook endpoint disabled');
   }
 
-  return {
-    record(entry) {
-      return new Promise<void>((done) => {
-        queue.push({ ...entry, done });
-        // Outcomes finishing in the same turn of the event loop share a transaction.
-        if (!scheduled) {
-          scheduled = true;
-          setImmediate(() => {
-            scheduled = false;
-            pump();
-          });
-        }
-      });
-    },
-    drain() {
-      if (queue.length === 0 && writing === 0 && !scheduled) return Promise.resolve();
-      return new Promise<void>((resolve) => idle.push(resolve));
-    },
-  };
+  return { record };
 }
