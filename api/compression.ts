@@ -38,8 +38,8 @@ export function acceptsGzip(header: string | undefined): boolean {
 }
 
 /** The body as it goes on the wire, and its Content-Encoding when it is coded. */
-export async function encodeBody(json: string, acceptEncoding: string | undefined): Promise<{ body: Buffer; encoding?: 'gzip' }> {
-  const plain = Buffer.from(json, 'utf8');
+export async function encodeBody(json: string | Buffer, acceptEncoding: string | undefined): Promise<{ body: Buffer; encoding?: 'gzip' }> {
+  const plain = typeof json === 'string' ? Buffer.from(json, 'utf8') : json;
   if (plain.length < GZIP_MIN_BYTES || !acceptsGzip(acceptEncoding)) return { body: plain };
   // zlib runs on libuv's thread pool: the event loop serves other requests meanwhile.
   return { body: await gzipAsync(plain, GZIP_OPTIONS), encoding: 'gzip' };

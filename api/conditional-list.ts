@@ -14,8 +14,9 @@ export const isConditionalList = (route: AnyRoute) => !!route.conditional && 'li
 
 export async function conditionalPage(deps: Deps, req: Request, route: AnyRoute, cost: Cost, state: RequestState, reply: Reply): Promise<Reply> {
   if (reply.status !== 200) return reply;
-  // Serialized once (or already, by PostgreSQL): the tag is the text's, and the reply sends the same text.
-  const json = reply.json ?? JSON.stringify(reply.body);
+  // Serialized once (or already, by PostgreSQL) and encoded once: the tag is the bytes', and the
+  // reply sends the same bytes (a catalog page is ~280 KB; each encoding of it is a pass over them).
+  const json = Buffer.isBuffer(reply.json) ? reply.json : Buffer.from(reply.json ?? JSON.stringify(reply.body));
   const etag = etagForPage(json);
   const headers = { ...reply.headers, ETag: etag };
   if (ifNoneMatchMatches(req.headers['if-none-match'], etag)) return { status: 304, headers, billing: 'not_modified' };

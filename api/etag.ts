@@ -21,8 +21,8 @@ export function etagFor(id: string, rowVersion: number, variant = ''): string {
   return `"${rowVersion}-${digest}"`;
 }
 
-/** The tag of a page of a list (its JSON text): its content's, so any change of what the page shows changes it. */
-export function etagForPage(json: string): string {
+/** The tag of a page of a list (its JSON text's bytes): its content's, so any change of what the page shows changes it. */
+export function etagForPage(json: Buffer): string {
   return `"L-${createHash('sha256').update(json).digest('base64url').slice(0, 22)}"`;
 }
 

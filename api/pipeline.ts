@@ -222,7 +222,7 @@ function checkReply(route: AnyRoute, reply: Reply): void {
   if (!spec) throw new Error(`${route.operationId} answered ${reply.status}, which its route does not declare`);
   if (!spec.schema) return;
   // A body PostgreSQL serialized is read back only here (tests), never on the way out.
-  const result = spec.schema.safeParse(reply.json === undefined ? reply.body : JSON.parse(reply.json));
+  const result = spec.schema.safeParse(reply.json === undefined ? reply.body : JSON.parse(reply.json.toString()));
   if (!result.success) {
     throw new Error(`${route.operationId} ${reply.status} body does not match its schema: ${result.error.message}`);
   }

@@ -79,7 +79,7 @@ async function conferirPaginas(query: string): Promise<number> {
     const parsed = rota.query?.parse(Object.fromEntries(new URLSearchParams(q))) as FiltrosProdutos & { vinculo: string };
     const antes = await paginaPorRequisicao(app.db.pool, conta.contaId, parsed);
     assert.is(res.text, antes, `${q}: the page the per-request builder answered, byte for byte`);
-    assert.is(res.headers.get('etag'), etagForPage(antes), `${q}: and so its ETag`);
+    assert.is(res.headers.get('etag'), etagForPage(Buffer.from(antes)), `${q}: and so its ETag`);
     const schema = rota.responses[200]?.schema as z.ZodType;
     assert.ok(schema.safeParse(res.body).success, `${q}: the route's schema`);
     cursor = res.body.proximo_cursor;

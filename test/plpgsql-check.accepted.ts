@@ -8,4 +8,9 @@ export const ACCEPTED: readonly Accepted[] = [
     message: 'routine is marked as VOLATILE, should be IMMUTABLE',
     reason: 'It exists to raise. Declared IMMUTABLE, a call with constant arguments could be folded, and so raise, while a statement is planned rather than when it runs.',
   },
+  {
+    fn: 'evento_agrupado_atual',
+    message: 'routine is marked as VOLATILE, should be STABLE',
+    reason: 'The relay calls it after taking the group\'s lock: VOLATILE gives each of its statements a fresh snapshot, so it sees every change that joined the window and committed before the lock (a STABLE function would read with the relay statement\'s older snapshot and could miss one).',
+  },
 ];

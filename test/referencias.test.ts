@@ -125,8 +125,13 @@ test('a marketplace integrator finds the movements it posted for its own order i
   assert.equal((await get(`/estoque/movimentos?referencia_externa=${pedidoDaLoja}&tipo=entrada`)).body.dados, [devolucao.body]);
 });
 
+// Each event with the data it goes out with: a grouped one still pending, its group's latest.
 const eventosDe = (id: string) => app.db.pool.any(sql.type(z.object({ tipo: z.string(), dados: z.record(z.string(), z.any()) }))`
-  SELECT tipo, dados FROM outbox WHERE conta_id = ${conta.contaId} AND (dados ->> 'id' = ${id} OR dados ->> 'cotacao_id' = ${id} OR dados ->> 'movimento_id' = ${id})
+  SELECT tipo, dados FROM (
+    SELECT o.seq, o.tipo, coalesce(CASE WHEN o.relayed_at IS NULL AND o.group_key IS NOT NULL THEN g.dados END, o.dados) AS dados
+      FROM outbox o, evento_agrupado_atual(o.conta_id, o.tipo, o.dados) g
+     WHERE o.conta_id = ${conta.contaId}) e
+   WHERE dados ->> 'id' = ${id} OR dados ->> 'cotacao_id' = ${id} OR dados ->> 'movimento_id' = ${id}
    ORDER BY seq`);
 
 test('the events about a quotation carry its references in dados: created, sent, link opened, close-deal, status changes, approved', async () => {

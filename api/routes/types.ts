@@ -37,8 +37,8 @@ export type Reply = {
   billing?: Billing;
   /** The id of what a POST created, kept with its Idempotency-Key for repetitions. */
   resourceId?: string;
-  /** The body already serialized, when something read it whole first (a page's ETag). */
-  json?: string;
+  /** The body already serialized (text, or its UTF-8 bytes), when something read it whole first (a page's ETag). */
+  json?: string | Buffer;
 };
 
 export type RouteContext<P, Q, H, B> = {

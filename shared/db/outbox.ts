@@ -90,8 +90,10 @@ const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries:
 /**
  * Relays up to `limit` available events in seq order, in one statement: takes the relay lock (or
  * does nothing when another worker holds it), marks the events relayed, creates their deliveries
- * and wakes the dispatchers at commit. Rows locked by a writer refreshing a grouped event are
- * skipped and taken by a later pass. The caller inserts the deliveries' jobs in the same transaction.
+ * and wakes the dispatchers at commit. A grouped event takes its group's latest data here
+ * (evento_agrupado_atual, after the group's lock: sql/code/eventos.sql); one whose group a writer
+ * still holds, or whose row is locked, is left to a later pass. The caller inserts the deliveries'
+ * jobs in the same transaction.
  */
 export async function relayOutbox(tx: Tx, limit: number): Promise<z.infer<typeof Relayed>> {
   // A named prepared statement: planned once per connection (it was planned at every pass, as long
@@ -100,15 +102,20 @@ export async function relayOutbox(tx: Tx, limit: number): Promise<z.infer<typeof
     WITH relay_lock AS MATERIALIZED (
       SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS held
     ), claimed AS MATERIALIZED (
-      SELECT o.conta_id, o.id, o.tipo, o.endpoint_id, o.seq FROM outbox o
+      SELECT o.conta_id, o.id, o.tipo, o.endpoint_id, o.seq, o.group_key, o.dados FROM outbox o
        WHERE (SELECT held FROM relay_lock) AND o.relayed_at IS NULL AND o.available_at <= now()
        ORDER BY o.seq LIMIT ${limit}
          FOR UPDATE OF o SKIP LOCKED
+    ), ready AS MATERIALIZED (
+      SELECT c.* FROM claimed c
+       WHERE c.group_key IS NULL OR pg_try_advisory_xact_lock(evento_grupo_lock(c.conta_id, c.group_key))
     ), marked AS (
-      UPDATE outbox o SET relayed_at = now() FROM claimed c
+      UPDATE outbox o SET relayed_at = now(), dados = coalesce(g.dados, o.dados), criado_em = coalesce(g.criado_em, o.criado_em)
+        FROM ready c
+        LEFT JOIN LATERAL (SELECT * FROM evento_agrupado_atual(c.conta_id, c.tipo, c.dados) WHERE c.group_key IS NOT NULL) g ON true
        WHERE o.conta_id = c.conta_id AND o.id = c.id
       RETURNING o.id
-    ), created AS (${fanOut(sql.fragment`claimed`, sql.fragment`gen_random_uuid()`, sql.fragment`DO NOTHING`)})
+    ), created AS (${fanOut(sql.fragment`ready`, sql.fragment`gen_random_uuid()`, sql.fragment`DO NOTHING`)})
     SELECT (SELECT held FROM relay_lock) AS locked,
            (SELECT count(*) FROM marked)::int AS relayed,
            coalesce((SELECT json_agg(created) FROM created), '[]'::json) AS deliveries,

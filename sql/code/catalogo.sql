@@ -132,6 +132,12 @@ END $$;
 CREATE TRIGGER produtos_registrar_mudanca AFTER INSERT OR UPDATE ON produtos
   FOR EACH ROW EXECUTE FUNCTION produtos_registrar_mudanca();
 
+-- produto.criado's and produto.atualizado's data (the latter grouped: evento_agrupado_atual).
+CREATE FUNCTION produto_evento_dados(p_id uuid, p_sku text) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+  SELECT jsonb_build_object('objeto', 'produto', 'id', p_id, 'sku', p_sku)
+$$;
+
 -- Fires at commit once per collected row; the first firing of a transaction emits everything for
 -- its account and removes the rows, so the later ones find nothing.
 CREATE FUNCTION catalogo_emitir_eventos() RETURNS trigger
@@ -166,7 +172,7 @@ BEGIN
   LOOP
     PERFORM emit_event(NEW.conta_id,
       CASE WHEN r.criado THEN 'produto.criado' ELSE 'produto.atualizado' END,
-      jsonb_build_object('objeto', 'produto', 'id', r.id, 'sku', r.sku));
+      produto_evento_dados(r.id, r.sku));
   END LOOP;
   RETURN NULL;
 END $$;

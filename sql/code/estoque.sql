@@ -157,14 +157,19 @@ BEGIN
   RETURN r;
 END $$;
 
--- estoque.movimentado: grouped per variation by emit_event; the event carries the latest movement,
--- with its id and its external references.
+-- estoque.movimentado's data: the movement, with its id and its external references.
+CREATE FUNCTION estoque_movimentado_dados(m estoque_movimentos) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+  SELECT jsonb_build_object('objeto', 'estoque', 'variacao_id', m.variacao_id, 'local_id', m.local_id, 'tipo', m.tipo,
+                            'movimento_id', m.id) || referencias_do_registro(m.referencia_externa, m.metadados)
+$$;
+
+-- estoque.movimentado: grouped per variation by emit_event; the event carries the latest movement
+-- (evento_agrupado_atual).
 CREATE FUNCTION estoque_movimentos_emitir() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM emit_event(NEW.conta_id, 'estoque.movimentado', jsonb_build_object(
-    'objeto', 'estoque', 'variacao_id', NEW.variacao_id, 'local_id', NEW.local_id, 'tipo', NEW.tipo,
-    'movimento_id', NEW.id) || referencias_do_registro(NEW.referencia_externa, NEW.metadados));
+  PERFORM emit_event(NEW.conta_id, 'estoque.movimentado', estoque_movimentado_dados(NEW));
   RETURN NULL;
 END $$;
 CREATE TRIGGER estoque_movimentos_emitir AFTER INSERT ON estoque_movimentos

@@ -2,8 +2,9 @@
 -- event in the outbox, in the transaction of the change it reports.
 
 -- Grouped types (contract §6.2): at most one event per key per 60 s window. The first change of a
--- key opens the window; later changes refresh the pending row with their data until the window
--- ends and the worker relays it. shared/domain/eventos.ts marks the same types as agrupado.
+-- key opens the window with a pending row; later changes join it without writing anything, and the
+-- worker's relay, when the window ends, sends the key's latest data (evento_agrupado_atual).
+-- shared/domain/eventos.ts marks the same types as agrupado.
 CREATE FUNCTION agrupamento_do_evento(p_tipo text, p_dados jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE p_tipo
@@ -12,8 +13,18 @@ LANGUAGE sql IMMUTABLE AS $$
   END
 $$;
 
--- Grouped events (estoque.movimentado, produto.atualizado) mostly join a pending event: try that
--- first, and insert only when there is none (the insert's conflict clause still settles a race).
+-- The advisory lock that orders a group's writers before the relay: each writer holds it shared
+-- until it commits, and the relay takes it exclusively, without waiting, before it reads the group's
+-- latest data. A collision of two groups' keys only makes the relay wait a pass.
+CREATE FUNCTION evento_grupo_lock(p_conta_id uuid, p_grupo text) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT hashtextextended(p_conta_id::text || p_grupo, 7410205)
+$$;
+
+-- Puts an event in the outbox; returns its id, or NULL when it joined the pending event of its
+-- group. A grouped event (estoque.movimentado, produto.atualizado) mostly finds its group's window
+-- open: it then writes nothing (measured: refreshing the pending row cost every movement a row,
+-- four index entries and most of its WAL), and the relay reads the data when the window ends.
 CREATE FUNCTION emit_event(p_conta_id uuid, p_tipo text, p_dados jsonb, p_endpoint_id uuid DEFAULT NULL)
 RETURNS uuid
 LANGUAGE plpgsql AS $$
@@ -29,19 +40,38 @@ BEGIN
     PERFORM pg_notify('outbox', '');
     RETURN v_id;
   END IF;
-  -- criado_em follows the latest data the event carries.
-  UPDATE outbox SET dados = p_dados, criado_em = now()
-   WHERE conta_id = p_conta_id AND group_key = v_grupo AND relayed_at IS NULL
-  RETURNING id INTO v_id;
+  -- Held to commit: the relay leaves the group for a later pass until this change is visible to it.
+  -- The statements below take their snapshots after the lock: a window the relay closed meanwhile
+  -- is seen closed, and this change opens the next one.
+  PERFORM pg_advisory_xact_lock_shared(evento_grupo_lock(p_conta_id, v_grupo));
+  PERFORM FROM outbox WHERE conta_id = p_conta_id AND group_key = v_grupo AND relayed_at IS NULL;
   IF FOUND THEN
-    RETURN v_id;
+    RETURN NULL;
   END IF;
   INSERT INTO outbox (conta_id, tipo, dados, group_key, available_at)
   VALUES (p_conta_id, p_tipo, p_dados, v_grupo, now() + interval '60 seconds')
-  ON CONFLICT (conta_id, group_key) WHERE relayed_at IS NULL AND group_key IS NOT NULL
-  DO UPDATE SET dados = excluded.dados, criado_em = excluded.criado_em
+  ON CONFLICT (conta_id, group_key) WHERE relayed_at IS NULL AND group_key IS NOT NULL DO NOTHING
   RETURNING id INTO v_id;
   RETURN v_id;
+END $$;
+
+-- A grouped event's data as the relay sends it: its key's latest (the latest movement of the
+-- variation, the product as it is now) and when that was, or NULLs to keep what the pending row
+-- holds. VOLATILE, so its statements see what committed before the relay took the group's lock,
+-- not only what its own statement's snapshot saw.
+CREATE FUNCTION evento_agrupado_atual(p_conta_id uuid, p_tipo text, p_dados jsonb, OUT dados jsonb, OUT criado_em timestamptz)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  IF p_tipo = 'estoque.movimentado' THEN
+    SELECT estoque_movimentado_dados(m), m.criado_em INTO dados, criado_em
+      FROM estoque_movimentos m
+     WHERE m.conta_id = p_conta_id AND m.variacao_id = (p_dados ->> 'variacao_id')::uuid
+     ORDER BY m.criado_em DESC, m.id DESC
+     LIMIT 1;
+  ELSIF p_tipo = 'produto.atualizado' THEN
+    SELECT produto_evento_dados(p.id, p.sku), p.atualizado_em INTO dados, criado_em
+      FROM produtos p WHERE p.conta_id = p_conta_id AND p.id = (p_dados ->> 'id')::uuid;
+  END IF;
 END $$;
 
 -- Who made the change, as the transaction declared it with set_config('app.via' / 'app.chave_id',
