@@ -32,16 +32,21 @@ export async function startWeb(
   log: Logger,
   table: readonly AnyRoute[] = routes,
 ): Promise<RunningWeb> {
-  const pool = await createDatabasePool(databaseUrl, {
+  // Behind a transaction pooler when the deployment gives one: every session need of the web is
+  // per transaction (docs/decisions.md, "PgBouncer").
+  const pooledUrl = config.DATABASE_CONNECTION_POOL_URL;
+  const url = pooledUrl ?? databaseUrl;
+  const pool = await createDatabasePool(url, {
     size: config.DB_POOL_SIZE,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     applicationName: 'web',
+    pooled: pooledUrl !== undefined,
   });
   await assertDatabaseUtf8(pool).catch(async (error: unknown) => {
     await pool.end();
     throw error;
   });
-  const boss = await startJobSender(databaseUrl, log);
+  const boss = await startJobSender(url, pooledUrl !== undefined, log);
   const limits = new LimitsBookkeeper(pool, log, `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   const breaker = new CircuitBreaker({ failureThreshold: 3, openMs: config.DB_BREAKER_OPEN_MS, waitBudgetMs: config.DB_POOL_WAIT_MS });
   const admissions = new AdmissionQueue({ pool, breaker, limits, log }, config.DB_POOL_WAIT_MS, config.REFUSAL_DELAY_MS);
@@ -80,8 +85,8 @@ export async function startWeb(
 }
 
 // The web process only sends jobs: no polling, no maintenance (the worker does those).
-async function startJobSender(databaseUrl: string, log: Logger): Promise<PgBoss> {
-  const boss = createBoss(databaseUrl, { max: 2, supervise: false, schedule: false, applicationName: 'web' });
+async function startJobSender(databaseUrl: string, pooled: boolean, log: Logger): Promise<PgBoss> {
+  const boss = createBoss(databaseUrl, { max: 2, supervise: false, schedule: false, applicationName: 'web', pooled });
   boss.on('error', (error: unknown) => log.error({ err: error }, 'pg-boss error'));
   await boss.start();
   await boss.createQueue(QUEUES.liftSuspension);

@@ -132,7 +132,7 @@ export type LoadResult = {
   /** Share of the machine's CPU (0–1) taken by processes outside the benchmark during the run. */
   othersCpu: number;
   /** With `writtenIn`: WAL bytes and rows (inserted, updated, deleted) per request in that database over the run. */
-  written?: { walBytes: number; rows: number };
+  written?: { walBytes: number; rows: number; byRelation?: WalShare[] | null };
 };
 
 /** Where a database's WAL and written rows stood: what a run wrote is the difference (writtenSince). */
@@ -159,13 +159,64 @@ export async function writtenMark(url: string): Promise<WrittenMark> {
   return { lsn, rows };
 }
 
-/** WAL bytes and rows (inserted, updated, deleted) per unit of work since `mark`. */
-export async function writtenSince(url: string, mark: WrittenMark, units: number): Promise<{ walBytes: number; rows: number }> {
+/** WAL written for one relation, per unit of work, and of those bytes the whole-page images. */
+export type WalShare = { rel: string; bytes: number; fullPageBytes: number };
+
+// Each record's bytes go to the relations of its blocks: a block's data and image to its own, the
+// rest of the record (headers, main data) split evenly among its blocks; what no block carries
+// (commits, multixacts, …) is the difference from the total. Hash joins and aggregates only: the
+// WAL of a 15 s run is a million blocks. Whole-page images come with the first change of a page
+// after a checkpoint, so their share depends on when checkpoints fall.
+const WAL_BY_RELATION = `
+  WITH blocks AS MATERIALIZED (
+    SELECT start_lsn, relfilenode, block_data_length + coalesce(block_fpi_length, 0) AS own,
+           coalesce(block_fpi_length, 0) AS fpi, record_length
+      FROM pg_get_wal_block_info($1::pg_lsn, $2::pg_lsn)
+  ), records AS (
+    SELECT start_lsn, count(*) AS n, sum(own) AS own FROM blocks GROUP BY start_lsn
+  )
+  SELECT coalesce(c.relname, 'relfilenode ' || b.relfilenode) AS rel,
+         sum(b.own + greatest(0, b.record_length - r.own)::float8 / r.n)::float8 AS bytes, sum(b.fpi)::float8 AS fpi
+    FROM blocks b JOIN records r USING (start_lsn)
+    LEFT JOIN pg_class c ON c.relfilenode = b.relfilenode
+   GROUP BY 1 ORDER BY 2 DESC`;
+
+/**
+ * The WAL between two positions by relation, per unit, largest first, and what no relation's blocks
+ * carry; null where the server cannot tell (pg_walinspect's block view came with PostgreSQL 16).
+ */
+async function walByRelation(url: string, from: string, to: string, units: number, total: number): Promise<WalShare[] | null> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows: [version] } = await client.query<{ v: number }>(`SELECT current_setting('server_version_num')::int AS v`);
+    if (!version || version.v < 160000) return null;
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+    const { rows } = await client.query<{ rel: string; bytes: number; fpi: number }>(WAL_BY_RELATION, [from, to]);
+    const shares = rows.map((r) => ({ rel: r.rel, bytes: Math.round(r.bytes / units), fullPageBytes: Math.round(r.fpi / units) }));
+    const inBlocks = shares.reduce((sum, w) => sum + w.bytes, 0);
+    return [...shares, { rel: '(records of no relation: commits, multixacts, …)', bytes: Math.max(0, total - inBlocks), fullPageBytes: 0 }];
+  } catch {
+    return null;
+  } finally {
+    await client.end();
+  }
+}
+
+/** WAL bytes and rows (inserted, updated, deleted) per unit of work since `mark`, and the WAL by relation. */
+export async function writtenSince(
+  url: string, mark: WrittenMark, units: number, options: { byRelation?: boolean } = {},
+): Promise<{ walBytes: number; rows: number; byRelation?: WalShare[] | null }> {
   // Backends report their rows when they go idle, at most once a second.
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   const now = await readWritten(url, mark.lsn);
   const n = Math.max(1, units);
-  return { walBytes: Math.round(now.bytes / n), rows: Math.round(((now.rows - mark.rows) / n) * 10) / 10 };
+  const walBytes = Math.round(now.bytes / n);
+  return {
+    walBytes,
+    rows: Math.round(((now.rows - mark.rows) / n) * 10) / 10,
+    ...(options.byRelation ? { byRelation: await walByRelation(url, mark.lsn, now.lsn, n, walBytes) } : {}),
+  };
 }
 
 /** The process's resident set, sampled every 200 ms until stopped: its peak and last value, in MB. */
@@ -196,6 +247,8 @@ export async function load(options: {
   rssOf?: number;
   /** A database whose WAL and rows written per request the result reports (cluster-wide WAL: keep other writers away). */
   writtenIn?: string;
+  /** With writtenIn: the WAL by relation too (reads the run's WAL back: seconds, after the run). */
+  walByRelation?: boolean;
 }): Promise<LoadResult> {
   const base = {
     url: options.url,
@@ -209,7 +262,7 @@ export async function load(options: {
   const [before, machineBefore] = [sampleCpu(servers, databases), sampleMachine()];
   const r = await autocannon({ ...base, duration: options.seconds });
   const [after, machineAfter] = [sampleCpu(servers, databases), sampleMachine()];
-  const written = options.writtenIn && mark ? await writtenSince(options.writtenIn, mark, r.requests.total) : undefined;
+  const written = options.writtenIn && mark ? await writtenSince(options.writtenIn, mark, r.requests.total, { byRelation: options.walByRelation }) : undefined;
   const cpu = cpuPerRequest(before, after, r.requests.total);
   const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count ?? 0]));
   return {

@@ -8,6 +8,6 @@ import { requireDatabaseUrl } from '../shared/lifecycle.ts';
 
 const config = loadConfigOrExit();
 const databaseUrl = requireDatabaseUrl(config.DATABASE_URL, 'release');
-const { applied, code } = await release(databaseUrl, { rebuild: process.argv.includes('--rebuild') });
+const { applied, code } = await release(databaseUrl, { rebuild: process.argv.includes('--rebuild'), statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
 await installBossSchema(databaseUrl);
 process.stdout.write(`migrations applied: ${applied.length ? applied.join(', ') : 'none pending'}; code ${code}\n`);

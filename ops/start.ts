@@ -27,7 +27,7 @@ if (!databaseUrl) {
   databaseUrl = embedded.url;
 }
 
-const released = await release(databaseUrl);
+const released = await release(databaseUrl, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
 await installBossSchema(databaseUrl);
 if (released.applied.length || released.code === 'rebuilt') log.info(released, 'database released');
 const pool = await createDatabasePool(databaseUrl, { size: 2, statementTimeoutMs: 60_000, applicationName: 'start' });

@@ -12,10 +12,13 @@ export const BOSS_MAINTENANCE_SECONDS = 60;
 
 export function createBoss(
   databaseUrl: string,
-  options: { max?: number; supervise?: boolean; schedule?: boolean; applicationName?: string } = {},
+  options: { max?: number; supervise?: boolean; schedule?: boolean; applicationName?: string; pooled?: boolean } = {},
 ): PgBoss {
   return new PgBoss({
     connectionString: databaseUrl,
+    // A direct session runs without the timeouts the role's defaults give the web's pooled sessions
+    // (pg-boss's maintenance may take longer); a pooler takes no settings in the startup packet.
+    ...(options.pooled ? {} : { options: '-c statement_timeout=0 -c idle_in_transaction_session_timeout=0' }),
     schema: BOSS_SCHEMA,
     application_name: options.applicationName ?? 'worker',
     max: options.max ?? 10,

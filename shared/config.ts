@@ -16,8 +16,15 @@ const postgresUrl = z
 
 export const projectRoot = path.resolve(import.meta.dirname, '..');
 
+/** The web's statement timeout unless DB_STATEMENT_TIMEOUT_MS says otherwise. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
+
 const schema = z.object({
   DATABASE_URL: postgresUrl.optional(),
+  // The web's database through a pooler in transaction mode (PgBouncer), by the name Heroku gives
+  // the pooled URL of a database; DATABASE_URL stays the direct one, for the worker, the release and
+  // the web's sessions that need one (docs/scaling.md, README "Deployment").
+  DATABASE_CONNECTION_POOL_URL: postgresUrl.optional(),
   EMBEDDED_PG_DIR: z.string().min(1).default(path.join(projectRoot, '.data', 'postgres')),
   PORT: int(0, 65535).default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -30,7 +37,7 @@ const schema = z.object({
   DB_POOL_WAIT_MS: int(10, 60_000).default(2_000),
   // How long the circuit breaker stays open (503 at once) before one request probes the database.
   DB_BREAKER_OPEN_MS: int(10, 600_000).default(2_000),
-  DB_STATEMENT_TIMEOUT_MS: int(100, 600_000).default(15_000),
+  DB_STATEMENT_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_STATEMENT_TIMEOUT_MS),
   MAX_IN_FLIGHT: int(1, 100_000).default(1_000),
   // How long a refusal answered from memory (a bad or suspended key, api/refusal-cache.ts) is held
   // before it is sent: a client that ignores Retry-After and asks again at once slows to this pace.

@@ -34,6 +34,22 @@ export type PoolOptions = {
   size: number;
   statementTimeoutMs: number;
   applicationName: string;
+  /**
+   * Through a pooler in transaction mode (PgBouncer): consecutive transactions may run on different
+   * server sessions. Statements go unnamed (a named one exists only in the session that prepared
+   * it), and no setting goes in the startup packet (PgBouncer 1.18 refuses statement_timeout there):
+   * the session defaults the release keeps on the role apply instead (applyDatabaseSettings).
+   */
+  pooled?: boolean;
+};
+
+/** What a session's timeouts are when its client does not say (the role's defaults in the database). */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
+
+// sql.prepared names a statement for the session; behind a transaction pooler it goes unnamed.
+const unnamedStatements: Interceptor = {
+  name: 'unnamed-statements',
+  transformQuery: (_context, query) => (query.name === undefined ? query : { ...query, name: undefined }),
 };
 
 // Timestamps leave the database as ISO 8601 strings with their offset (contract §1), dates as
@@ -88,11 +104,12 @@ export async function createDatabasePool(url: string, options: PoolOptions): Pro
   withName.searchParams.set('application_name', options.applicationName);
   return createPool(withName.toString(), {
     maxPoolSize: options.size,
-    statementTimeout: options.statementTimeoutMs,
+    statementTimeout: options.pooled ? 'DISABLE_TIMEOUT' : options.statementTimeoutMs,
+    idleInTransactionSessionTimeout: options.pooled ? 'DISABLE_TIMEOUT' : IDLE_IN_TRANSACTION_TIMEOUT_MS,
     idleTimeout: 30_000,
     connectionTimeout: 5_000,
     typeParsers,
-    interceptors: [resultParser],
+    interceptors: options.pooled ? [unnamedStatements, resultParser] : [resultParser],
     // Transactions set their settings with set_config(..., true), so nothing outlives a
     // transaction; the default DISCARD ALL would cost a round trip on every release.
     resetConnection: async () => undefined,

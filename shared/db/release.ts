@@ -14,8 +14,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { projectRoot } from '../config.ts';
-import { assertUtf8 } from './pool.ts';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, projectRoot } from '../config.ts';
+import { assertUtf8, IDLE_IN_TRANSACTION_TIMEOUT_MS } from './pool.ts';
 
 export const migrationsDir = path.join(projectRoot, 'sql', 'migrations');
 export const codeDir = path.join(projectRoot, 'sql', 'code');
@@ -42,6 +42,8 @@ export type ReleaseOptions = {
   codeDir?: string;
   /** Rebuild the code even when the files did not change. */
   rebuild?: boolean;
+  /** The web's statement timeout: the role's default in the database (applyDatabaseSettings). */
+  statementTimeoutMs?: number;
   /** How long one statement may wait for a table lock before the attempt is retried. */
   lockTimeoutMs?: number;
   attempts?: number;
@@ -84,6 +86,8 @@ export async function release(databaseUrl: string, options: ReleaseOptions = {})
   await client.connect();
   try {
     await client.query('SET client_min_messages = warning');
+    // Not the role's defaults (the web's timeouts): a migration may run for minutes.
+    await client.query('SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0');
     assertUtf8((await client.query<{ server_encoding: string }>('SHOW server_encoding')).rows[0]?.server_encoding);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -107,6 +111,7 @@ async function releaseOnce(client: pg.Client, migrations: Migration[], code: Cod
     await client.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
     await client.query(`SET LOCAL lock_timeout = ${Math.trunc(options.lockTimeoutMs ?? 5_000)}`);
     await ensureBookkeeping(client);
+    await applyDatabaseSettings(client, undefined, { statementTimeoutMs: options.statementTimeoutMs });
     const pending = await pendingMigrations(client, migrations);
     const checksum = codeChecksum(code);
     const current = await client.query<{ checksum: string }>('SELECT checksum FROM schema_code');
@@ -120,7 +125,6 @@ async function releaseOnce(client: pg.Client, migrations: Migration[], code: Cod
     await client.query(
       `INSERT INTO schema_code (checksum) VALUES ($1)
        ON CONFLICT (id) DO UPDATE SET checksum = excluded.checksum, released_at = now()`, [checksum]);
-    await applyDatabaseSettings(client);
     await client.query('COMMIT');
     return { applied: pending.map((m) => m.name), code: 'rebuilt' };
   } catch (error) {
@@ -211,8 +215,22 @@ async function buildCode(client: pg.Client, modules: CodeModule[]): Promise<void
   await client.query(`SET LOCAL search_path = ${SEARCH_PATH}`);
 }
 
-/** What every session of the database needs: the code schema on its search_path. */
-export async function applyDatabaseSettings(client: pg.Client, database?: string): Promise<void> {
+/**
+ * What every session of the database needs: the code schema on its search_path. And the web's
+ * timeouts as the defaults of the role in this database: a pooler in transaction mode passes no
+ * setting from the client's startup packet, so the web's pooled sessions get them from here. A
+ * session that says otherwise at its start keeps its own (the worker, pg-boss, the release, the
+ * CLI); an operator's psql as this role gets them too (README, "Deployment").
+ */
+export async function applyDatabaseSettings(
+  client: pg.Client,
+  database?: string,
+  settings: { statementTimeoutMs?: number | undefined } = {},
+): Promise<void> {
   const name = database ?? (await client.query<{ db: string }>('SELECT current_database() AS db')).rows[0]?.db ?? '';
-  await client.query(`ALTER DATABASE ${client.escapeIdentifier(name)} SET search_path = ${SEARCH_PATH}`);
+  const db = client.escapeIdentifier(name);
+  await client.query(`ALTER DATABASE ${db} SET search_path = ${SEARCH_PATH}`);
+  const statementTimeout = Math.trunc(settings.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS);
+  await client.query(`ALTER ROLE CURRENT_USER IN DATABASE ${db} SET statement_timeout = ${statementTimeout}`);
+  await client.query(`ALTER ROLE CURRENT_USER IN DATABASE ${db} SET idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_TIMEOUT_MS}`);
 }

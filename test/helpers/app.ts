@@ -34,10 +34,18 @@ export async function testConfig(overrides: Record<string, string> = {}): Promis
 }
 
 export async function startTestApp(
-  options: { env?: Record<string, string>; worker?: boolean; extraRoutes?: AnyRoute[]; log?: Logger } = {},
+  options: {
+    env?: Record<string, string>;
+    worker?: boolean;
+    extraRoutes?: AnyRoute[];
+    log?: Logger;
+    /** The pooled URL of the suite's database (a PgBouncer in front of it): the web uses it. */
+    pooledUrl?: (database: string) => string;
+  } = {},
 ): Promise<TestApp> {
   const db = await createTestDatabase();
-  const config = await testConfig({ DATABASE_URL: db.url, ...options.env });
+  const pooled: Record<string, string> = options.pooledUrl ? { DATABASE_CONNECTION_POOL_URL: options.pooledUrl(db.name) } : {};
+  const config = await testConfig({ DATABASE_URL: db.url, ...pooled, ...options.env });
   const log = options.log ?? createLogger(config.LOG_LEVEL, 'test');
   const web = await startWeb(config, db.url, log, [...routes, ...(options.extraRoutes ?? [])]);
   const worker = options.worker ? await startWorker(config, db.url, log) : null;
