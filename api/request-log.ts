@@ -89,7 +89,7 @@ export class RequestLog {
                                  cost, duration_ms, ip, created_at)
         SELECT * FROM ${sql.unnest(rows, ['uuid', 'uuid', 'uuid', 'text', 'text', 'text', 'int4', 'text',
                                           'int4', 'float4', 'text', 'timestamptz'])}
-        ON CONFLICT (requisicao_id) DO NOTHING`);
+        ON CONFLICT (requisicao_id, created_at) DO NOTHING`);
     });
   }
 }

@@ -2,6 +2,7 @@
 import type { PgBoss } from 'pg-boss';
 import { createBoss } from '../shared/boss.ts';
 import { loadConfigOrExit, type Config } from '../shared/config.ts';
+import { garantirParticoes } from '../shared/db/particoes.ts';
 import { assertDatabaseUtf8, createDatabasePool } from '../shared/db/pool.ts';
 import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
@@ -24,6 +25,8 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
     await pool.end();
     throw error;
   });
+  // The week's partitions now, not at the job's next turn (a worker started days after the last release).
+  await garantirParticoes(pool);
   const boss = createBoss(databaseUrl);
   // pg-boss reports its own failures (lost connections, maintenance errors) here; without a
   // listener they would crash the process.

@@ -26,7 +26,7 @@ export const CODE_SCHEMA = 'code';
  * views, SQL-language functions and triggers name (PL/pgSQL bodies are resolved when they run).
  */
 export const CODE_MODULES = [
-  'common', 'eventos', 'contas', 'catalogo', 'estoque', 'cotacoes', 'pedidos', 'webhooks', 'mail',
+  'common', 'particoes', 'eventos', 'contas', 'catalogo', 'estoque', 'cotacoes', 'pedidos', 'webhooks', 'mail',
   'idempotency', 'estoque_api', 'admission_rules', 'admission_one', 'admission_many', 'admission', 'operator_views',
 ] as const;
 
@@ -116,6 +116,7 @@ async function releaseOnce(client: pg.Client, migrations: Migration[], code: Cod
     const checksum = codeChecksum(code);
     const current = await client.query<{ checksum: string }>('SELECT checksum FROM schema_code');
     if (!pending.length && !options.rebuild && current.rows[0]?.checksum === checksum) {
+      await ensurePartitions(client);
       await client.query('COMMIT');
       return { applied: [], code: 'unchanged' };
     }
@@ -125,12 +126,21 @@ async function releaseOnce(client: pg.Client, migrations: Migration[], code: Cod
     await client.query(
       `INSERT INTO schema_code (checksum) VALUES ($1)
        ON CONFLICT (id) DO UPDATE SET checksum = excluded.checksum, released_at = now()`, [checksum]);
+    await ensurePartitions(client);
     await client.query('COMMIT');
     return { applied: pending.map((m) => m.name), code: 'rebuilt' };
   } catch (error) {
     await client.query('ROLLBACK');
     throw error;
   }
+}
+
+// Today's and tomorrow's partitions of the tables partitioned by day (sql/code/particoes.sql),
+// whatever else changed: the worker keeps a week ahead, and a missing one only sends rows to the
+// default partition.
+async function ensurePartitions(client: pg.Client): Promise<void> {
+  await client.query(`SELECT set_config('search_path', $1, true)`, [SEARCH_PATH]);
+  await client.query('SELECT particoes_garantir(1)');
 }
 
 // The release's own bookkeeping, which it needs before it can read any file.

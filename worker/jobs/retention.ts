@@ -1,13 +1,16 @@
-// Daily: the request log and the suspensions of keys after 30 days, in batches (shared/db/retention.ts).
-import { purge } from '../../shared/db/retention.ts';
+// Daily: the request log after 30 days, by dropping its days' partitions (and deleting, in batches,
+// what the default partition kept of those days), and the suspensions of keys (shared/db/retention.ts).
+import { removerParticoesExpiradas } from '../../shared/db/particoes.ts';
+import { purge, RETENTION } from '../../shared/db/retention.ts';
 import type { JobDef } from './types.ts';
 
 export const requestLogRetention: JobDef = {
   name: 'request-log-retention',
   cron: '17 3 * * *',
   handler: async (_jobs, { pool, log }) => {
+    const particoes = await removerParticoesExpiradas(pool, 'request_log', RETENTION.requestLogDays);
     const deleted = await purge(pool, 'request_log');
     const suspensoes = await purge(pool, 'suspensoes');
-    log.info({ deleted, suspensoes }, 'request log retention');
+    log.info({ particoes, deleted, suspensoes }, 'request log retention');
   },
 };

@@ -1,0 +1,103 @@
+// request_log partitioned by day (issue 21, item 1; sql/code/particoes.sql): the release makes
+// today's and tomorrow's partitions and the worker a week ahead, each once however many make them at
+// once; a day with no partition never fails a request (its rows wait in the default partition and
+// move into the day's partition when it comes); retention drops whole days, and deletes what the
+// default partition kept of them.
+import { randomUUID } from 'node:crypto';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { z } from 'zod';
+import { garantirParticoes, removerParticoesExpiradas } from '../shared/db/particoes.ts';
+import { sql } from '../shared/db/pool.ts';
+import { purge } from '../shared/db/retention.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { createAccount, type TestAccount } from './helpers/fixtures.ts';
+
+const test = suite('request_log partitioned by day');
+let app: TestApp;
+let conta: TestAccount;
+
+test.before(async () => {
+  app = await startTestApp();
+  conta = await createAccount(app.db.pool);
+});
+test.after(() => app.stop());
+
+const Names = z.object({ nomes: z.array(z.string()) });
+const Count = z.object({ n: z.number() });
+
+/** The partitions of request_log, by name. */
+const particoes = () => app.db.pool.oneFirst(sql.type(Names)`
+  SELECT coalesce(array_agg(c.relname::text ORDER BY c.relname), '{}') AS nomes
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'request_log'::regclass`);
+
+/** The name of the partition `dias` days from today (UTC). */
+const dia = (dias: number) => `request_log_${new Date(Date.now() + dias * 86_400_000).toISOString().slice(0, 10).replaceAll('-', '')}`;
+
+const linhas = (tabela: string, requisicaoId?: string) => app.db.pool.oneFirst(sql.type(Count)`
+  SELECT count(*)::int AS n FROM ${sql.identifier([tabela])} WHERE ${requisicaoId ? sql.fragment`requisicao_id = ${requisicaoId}` : sql.fragment`true`}`);
+
+async function logRow(createdAt: string): Promise<string> {
+  const id = randomUUID();
+  await app.db.pool.query(sql.typeAlias('void')`
+    INSERT INTO request_log (requisicao_id, conta_id, method, path, status, duration_ms, created_at)
+    VALUES (${id}, ${conta.contaId}, 'GET', '/v1/saude', 200, 1, ${createdAt})`);
+  return id;
+}
+
+test('the release made today\'s and tomorrow\'s partitions, beside the default one', async () => {
+  const nomes = await particoes();
+  assert.ok(nomes.includes(dia(0)) && nomes.includes(dia(1)) && nomes.includes('request_log_padrao'), nomes.join(', '));
+});
+
+test('the worker makes a week ahead, each partition once even when two make them at once', async () => {
+  const antes = (await particoes()).length;
+  const [a, b] = await Promise.all([garantirParticoes(app.db.pool), garantirParticoes(app.db.pool)]);
+  const depois = await particoes();
+  for (let d = 0; d <= 7; d++) assert.ok(depois.includes(dia(d)), `${dia(d)} made`);
+  assert.is((a ?? 0) + (b ?? 0), depois.length - antes, 'each made once, by one of the two');
+  assert.is(await garantirParticoes(app.db.pool), 0, 'and nothing when they all exist');
+});
+
+test('a day with no partition fails no request: its rows wait in the default partition, and move into the day\'s when it comes', async () => {
+  await app.db.pool.query(sql.unsafe`DROP TABLE ${sql.identifier([dia(0)])}`);
+  const res = await fetch(`${app.baseUrl}/saude`, { headers: { authorization: `Bearer ${conta.token}` } });
+  assert.is(res.status, 200);
+  const requisicaoId = res.headers.get('x-request-id') ?? '';
+  await app.web.flush();
+  assert.is(await linhas('request_log_padrao', requisicaoId), 1, 'logged in the default partition');
+
+  assert.is(await garantirParticoes(app.db.pool), 1, 'today\'s partition made again');
+  assert.is(await linhas('request_log_padrao', requisicaoId), 0);
+  assert.is(await linhas(dia(0), requisicaoId), 1, 'the row moved into it');
+  assert.is(await linhas('request_log', requisicaoId), 1, 'read through the table as before');
+});
+
+test('request ids are time-ordered (UUIDv7), so a day\'s rows land at the right edge of its indexes', async () => {
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const res = await fetch(`${app.baseUrl}/saude`, { headers: { authorization: `Bearer ${conta.token}` } });
+    ids.push(res.headers.get('x-request-id') ?? '');
+  }
+  for (const id of ids) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.equal([...ids].sort(), ids, 'in the order they came');
+});
+
+test('retention drops the days past 30 whole, and deletes what the default partition kept of them', async () => {
+  const velho = new Date(Date.now() - 40 * 86_400_000);
+  await app.db.pool.query(sql.typeAlias('void')`SELECT particao_do_dia('request_log', ${velho.toISOString().slice(0, 10)}::date)`);
+  const naParticao = await logRow(velho.toISOString());
+  const noPadrao = await logRow(new Date(Date.now() - 35 * 86_400_000).toISOString());
+  const recente = await logRow(new Date(Date.now() - 29 * 86_400_000).toISOString());
+  assert.is(await linhas('request_log_padrao', noPadrao), 1, 'a day with no partition: in the default one');
+
+  const removidas = await removerParticoesExpiradas(app.db.pool, 'request_log', 30);
+  assert.equal(removidas, [dia(-40)]);
+  assert.is(await linhas('request_log', naParticao), 0);
+  assert.ok(await purge(app.db.pool, 'request_log') >= 1);
+  assert.is(await linhas('request_log', noPadrao), 0, 'the default partition\'s old row deleted');
+  assert.is(await linhas('request_log', recente), 1, 'a row within the 30 days kept');
+  assert.ok((await particoes()).includes(dia(0)), 'today\'s partition untouched');
+});
+
+test.run();
