@@ -4,10 +4,11 @@ import { PgBoss } from 'pg-boss';
 
 export const BOSS_SCHEMA = 'pgboss';
 /**
- * How often the worker's pg-boss looks for jobs whose heartbeat or expiry ran out (a dead worker's
- * webhook deliveries go back to the queue at the next pass), and deletes old completed jobs.
+ * How often the worker's pg-boss looks for jobs whose expiry ran out, and deletes old completed
+ * jobs. Its jobs are routines (cron, lifting suspensions), none of which waits on a dead worker
+ * for long; webhook deliveries are not pg-boss jobs (worker/webhooks/lease.ts).
  */
-export const BOSS_MONITOR_SECONDS = 5;
+export const BOSS_MONITOR_SECONDS = 30;
 export const BOSS_MAINTENANCE_SECONDS = 60;
 
 export function createBoss(

@@ -70,12 +70,12 @@ async function relayed(...ids: string[]): Promise<void> {
   assert.is(await eventually(count, (n) => n === ids.length), ids.length, 'the events were relayed');
 }
 
-const Entrega = z.object({ id: z.string(), endpoint_id: z.string(), status: z.string(), attempts: z.number(), job_id: z.string().nullable(), next_attempt_at: z.string() });
+const Entrega = z.object({ id: z.string(), endpoint_id: z.string(), status: z.string(), attempts: z.number(), lease_id: z.string().nullable(), next_attempt_at: z.string() });
 const entregas = (eventId: string) => db().any(sql.type(Entrega)`
-  SELECT id, endpoint_id, status, attempts, job_id, next_attempt_at FROM deliveries WHERE event_id = ${eventId} ORDER BY endpoint_id`);
+  SELECT id, endpoint_id, status, attempts, lease_id, next_attempt_at FROM deliveries WHERE event_id = ${eventId} ORDER BY endpoint_id`);
 /** Every delivery of the event has an outcome, and none is enqueued. */
 const settledDeliveries = (eventId: string, n: number) =>
-  eventually(() => entregas(eventId), (d) => d.length === n && d.every((x) => x.job_id === null && x.attempts > 0));
+  eventually(() => entregas(eventId), (d) => d.length === n && d.every((x) => x.lease_id === null && x.attempts > 0));
 
 /** Every page of a list, following proximo_cursor. */
 async function allPages(token: string, path: string): Promise<any[]> {
@@ -244,7 +244,7 @@ test('delivery attempts: endpoint, number, time, status or error, duration and t
   receiver.respond((r) => (r.path === '/tentativas' && falhas-- > 0 ? { status: 500, body: 'é'.repeat(3000) } : { status: 200, body: '{"recebido":true}' }));
   const id = await cotacaoAprovada(conta.contaId);
   await receiver.waitFor(1, (r) => r.id === id);
-  const [primeira] = await eventually(() => entregas(id), (d) => d.length === 2 && d.every((x) => x.attempts === 1 && x.job_id === null));
+  const [primeira] = await eventually(() => entregas(id), (d) => d.length === 2 && d.every((x) => x.attempts === 1 && x.lease_id === null));
   assert.ok(primeira);
   await makeDue(db(), { deliveryId: (await entregas(id)).find((d) => d.endpoint_id === erp.id)?.id });
   await receiver.waitFor(2, (r) => r.id === id);
@@ -395,7 +395,7 @@ test("redelivery counts against the account's hourly cap: over it, the delivery 
   const nextHour = new Date();
   nextHour.setUTCMinutes(0, 0, 0);
   nextHour.setUTCHours(nextHour.getUTCHours() + 1);
-  const [waiting] = await eventually(() => entregas(id), (d) => d[0]?.job_id === null && Date.parse(d[0].next_attempt_at) === nextHour.getTime());
+  const [waiting] = await eventually(() => entregas(id), (d) => d[0]?.lease_id === null && Date.parse(d[0].next_attempt_at) === nextHour.getTime());
   assert.equal([waiting?.status, waiting?.attempts, Date.parse(waiting?.next_attempt_at ?? '')], ['pending', 2, nextHour.getTime()], 'held, not attempted');
   assert.is(receiver.received.filter((r) => r.id === id).length, 2);
   // The hour is over: the held redelivery goes out.

@@ -70,8 +70,7 @@ test('webhook_deliveries_pending and webhook_deliveries_failed: each delivery wi
     const retrying = await deliver({ eventId: ev1, endpointId: e1, status: 'pending', createdAgo: '2 hours', nextAttemptAt: '30 minutes',
       attempts: [{ ago: '2 hours', status: 500 }, { ago: '1 hour', error: 'timeout' }] });
     const ev2 = await event('1 hour');
-    const job = randomUUID();
-    const enqueued = await deliver({ eventId: ev2, endpointId: e1, status: 'pending', createdAgo: '1 hour', nextAttemptAt: '-5 minutes', jobIds: [job] });
+    const leased = await deliver({ eventId: ev2, endpointId: e1, status: 'pending', createdAgo: '1 hour', nextAttemptAt: '8 seconds', leaseIds: [randomUUID()] });
     const ev3 = await event('3 days');
     const failed = await deliver({ eventId: ev3, endpointId: e2, status: 'failed', createdAgo: '3 days', completedAgo: '10 minutes',
       attempts: [{ ago: '3 days', status: 503 }, { ago: '10 minutes', status: 503 }] });
@@ -84,14 +83,14 @@ test('webhook_deliveries_pending and webhook_deliveries_failed: each delivery wi
 
     const common = { conta_id: a.contaId, tipo: 'cotacao.criada' };
     assert.equal(await rows(tx, 'webhook_deliveries_pending', [
-      'conta_id', 'delivery_id', 'event_id', 'tipo', 'endpoint_id', 'url', 'attempts', 'run_attempts', 'next_attempt_at', 'enqueued',
+      'conta_id', 'delivery_id', 'event_id', 'tipo', 'endpoint_id', 'url', 'attempts', 'run_attempts', 'next_attempt_at', 'leased',
       'created_at', 'age', 'last_response_status', 'last_error', 'last_attempt_at',
     ], sql.fragment`conta_id = ${a.contaId}`, 'next_attempt_at'), [
       { ...common, delivery_id: retrying, event_id: ev1, endpoint_id: e1, url: 'https://erp.example.com/a', attempts: 2, run_attempts: 2,
-        next_attempt_at: -1800, enqueued: false, created_at: 2 * HOUR, age: 2 * HOUR, last_response_status: null, last_error: 'timeout',
+        next_attempt_at: -1800, leased: false, created_at: 2 * HOUR, age: 2 * HOUR, last_response_status: null, last_error: 'timeout',
         last_attempt_at: HOUR },
-      { ...common, delivery_id: enqueued, event_id: ev2, endpoint_id: e1, url: 'https://erp.example.com/a', attempts: 0, run_attempts: 0,
-        next_attempt_at: 300, enqueued: true, created_at: HOUR, age: HOUR, last_response_status: null, last_error: null, last_attempt_at: null },
+      { ...common, delivery_id: leased, event_id: ev2, endpoint_id: e1, url: 'https://erp.example.com/a', attempts: 0, run_attempts: 0,
+        next_attempt_at: -8, leased: true, created_at: HOUR, age: HOUR, last_response_status: null, last_error: null, last_attempt_at: null },
     ]);
     assert.equal(await rows(tx, 'webhook_deliveries_failed', [
       'conta_id', 'delivery_id', 'event_id', 'tipo', 'endpoint_id', 'url', 'endpoint_active', 'attempts', 'created_at', 'failed_at',
@@ -113,11 +112,13 @@ test('queue_depth: events waiting for the relay or their window, deliveries by s
     await plantEvents(tx, a.contaId, { relayedAgo: null, criadoAgo: '3 minutes' });
     const [grouping] = await plantEvents(tx, a.contaId, { relayedAgo: null, criadoAgo: '20 seconds' });
     await tx.query(sql.unsafe`UPDATE outbox SET available_at = now() + interval '40 seconds', group_key = 'estoque:v1' WHERE id = ${grouping ?? ''}`);
-    const pending = async (nextAttemptAt: string, jobId: string | null = null) => plantDeliveries(tx, {
-      contaId: a.contaId, endpointId: e1, eventIds: await plantEvents(tx, a.contaId), status: 'pending', nextAttemptAt, jobIds: [jobId] });
+    const pending = async (nextAttemptAt: string, leaseId: string | null = null) => plantDeliveries(tx, {
+      contaId: a.contaId, endpointId: e1, eventIds: await plantEvents(tx, a.contaId), status: 'pending', nextAttemptAt, leaseIds: [leaseId] });
+    // A lease that ran out five minutes ago (its worker died): due again.
     await pending('-5 minutes', randomUUID());
     await pending('-1 minute');
     await pending('-2 minutes');
+    await pending('8 seconds', randomUUID());
     await pending('10 minutes');
     await tx.query(sql.unsafe`
       INSERT INTO pgboss.job (name, data, state, created_on)
@@ -125,8 +126,8 @@ test('queue_depth: events waiting for the relay or their window, deliveries by s
              (${QUEUE}, '{}', 'active', now() - interval '30 seconds'), (${QUEUE}, '{}', 'completed', now() - interval '1 hour')`);
 
     assert.equal(await rows(tx, 'queue_depth', ['queue', 'state', 'items', 'oldest'], sql.fragment`true`, 'queue, state'), [
-      { queue: 'deliveries', state: 'due', items: 2, oldest: 120 },
-      { queue: 'deliveries', state: 'enqueued', items: 1, oldest: 300 },
+      { queue: 'deliveries', state: 'due', items: 3, oldest: 300 },
+      { queue: 'deliveries', state: 'leased', items: 1, oldest: -8 },
       { queue: 'deliveries', state: 'scheduled', items: 1, oldest: -600 },
       { queue: QUEUE, state: 'active', items: 1, oldest: 30 },
       { queue: QUEUE, state: 'created', items: 2, oldest: 120 },

@@ -19,12 +19,11 @@ import { jobs } from '../worker/jobs/index.ts';
 import { requestLogRetention } from '../worker/jobs/retention.ts';
 import type { AnyJob, WorkerDeps } from '../worker/jobs/types.ts';
 import { webhookMaintenance } from '../worker/jobs/webhook-maintenance.ts';
-import { DELIVERY_QUEUE, ensureDeliveryQueue } from '../worker/webhooks/queue.ts';
-import { startTestApp, testConfig } from './helpers/app.ts';
+import { testConfig } from './helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { plantDeliveries, plantEndpoint, plantEvents, plantRequests } from './helpers/planted.ts';
-import { addEndpoint, eventually, startReceiver } from './helpers/receiver.ts';
+import { eventually } from './helpers/receiver.ts';
 
 const test = suite('retention: every purge, by moved timestamps, in short batches without long locks');
 let db: TestDatabase;
@@ -48,7 +47,6 @@ test.before(async () => {
   boss = createBoss(db.url, { max: 3, supervise: false, schedule: false, applicationName: 'test' });
   boss.on('error', () => undefined);
   await boss.start();
-  await ensureDeliveryQueue(boss, config);
   deps = { pool: db.pool, config, log: createLogger('silent', 'test'), boss };
   account = await createAccount(db.pool, { plano: 'farm' });
   endpointId = await plantEndpoint(db.pool, account);
@@ -193,43 +191,6 @@ test('hourly delivery counters are kept 2 days', async () => {
   assert.equal(left, [8, 9]);
 });
 
-test('lost delivery jobs: a delivery whose job is gone or failed is due again after an hour; a live job, or one enqueued less than an hour ago, is left alone, however many live ones are older', async () => {
-  const delivery = async (nextAttemptAt: string, jobId: string) => {
-    const [eventId] = await plantEvents(db.pool, account.contaId);
-    const [id] = await plantDeliveries(db.pool, { contaId: account.contaId, endpointId, eventIds: [eventId ?? ''], status: 'pending', nextAttemptAt, jobIds: [jobId] });
-    return id ?? '';
-  };
-  const enqueue = (deliveries: { id: string; job: string }[]) =>
-    boss.insert(DELIVERY_QUEUE, deliveries.map((d) => ({ id: d.job, data: { c: account.contaId, d: d.id } })));
-
-  // A backlog of live jobs enqueued three hours ago (a long outage of the delivery workers) ahead of the lost ones.
-  const backlogEvents = await plantEvents(db.pool, account.contaId, { count: 250 });
-  const backlogJobs = backlogEvents.map(() => randomUUID());
-  const backlog = await plantDeliveries(db.pool, { contaId: account.contaId, endpointId, eventIds: backlogEvents, status: 'pending',
-    nextAttemptAt: '-3 hours', jobIds: backlogJobs });
-  await enqueue(backlog.map((id, i) => ({ id, job: backlogJobs[i] ?? '' })));
-
-  const gone = await delivery('-2 hours', randomUUID());
-  const failedJob = randomUUID();
-  const failed = await delivery('-2 hours', failedJob);
-  const liveJob = randomUUID();
-  const live = await delivery('-2 hours', liveJob);
-  await enqueue([{ id: failed, job: failedJob }, { id: live, job: liveJob }]);
-  await db.pool.query(sql.unsafe`UPDATE pgboss.job SET state = 'failed' WHERE name = ${DELIVERY_QUEUE} AND id = ${failedJob}`);
-  const recent = await delivery('-30 minutes', randomUUID());
-
-  await run(webhookMaintenance);
-  const Row = z.object({ id: z.string(), job_id: z.string().nullable(), due: z.boolean() });
-  const rows = new Map((await db.pool.any(sql.type(Row)`
-    SELECT id, job_id, next_attempt_at <= now() AS due FROM deliveries WHERE status = 'pending'`)).map((r) => [r.id, r]));
-  assert.is(rows.get(gone)?.job_id, null, 'a job that no longer exists is forgotten');
-  assert.is(rows.get(failed)?.job_id, null, 'a job that failed for good is forgotten');
-  assert.ok(rows.get(gone)?.due && rows.get(failed)?.due, 'and the scheduler takes them at once');
-  assert.is(rows.get(live)?.job_id, liveJob);
-  assert.ok(rows.get(recent)?.job_id, 'enqueued 30 minutes ago: not yet lost');
-  assert.ok(backlog.every((id) => rows.get(id)?.job_id), 'a queued job is left to run');
-});
-
 for (const [table, plant, job] of [
   ['request_log', () => plantRequests(db.pool, { contaId: account.contaId, count: 20_000, ago: '31 days' }), requestLogRetention],
   ['idempotency_keys', () => db.pool.query(sql.unsafe`
@@ -301,30 +262,6 @@ test('a purge never waits on a row someone holds: an expired record being replac
   assert.is(outcome, 'done', 'the purge waited for the request holding k1');
   const left = await db.pool.anyFirst(sql.type(z.object({ key: z.string() }))`SELECT key FROM idempotency_keys`);
   assert.equal(left, ['k1'], 'k1 now holds the new request (expiring in 24 hours)');
-});
-
-test('a lost delivery job, end to end: the maintenance job forgets it and the worker delivers the event', async () => {
-  const receiver = await startReceiver();
-  const app = await startTestApp({ worker: true });
-  try {
-    const conta = await createAccount(app.db.pool, { plano: 'farm' });
-    const endpoint = await addEndpoint(app.db.pool, receiver, { contaId: conta.contaId, usuarioId: conta.usuarioId, path: '/perdida' });
-    // An event the relay handed to a job two hours ago; the job is gone (a worker died past its retries).
-    const [eventId] = await plantEvents(app.db.pool, conta.contaId, { relayedAgo: '2 hours' });
-    await plantDeliveries(app.db.pool, { contaId: conta.contaId, endpointId: endpoint.id, eventIds: [eventId ?? ''], status: 'pending',
-      nextAttemptAt: '-2 hours', jobIds: [randomUUID()] });
-    const worker = app.worker;
-    assert.ok(worker);
-    await webhookMaintenance.handler([], { pool: app.db.pool, config: app.config, log: createLogger('silent', 'test'), boss: worker.boss });
-    const [got] = await receiver.waitFor(1, (r) => r.id === eventId);
-    assert.ok(got?.verified);
-    const status = await eventually(() => app.db.pool.oneFirst(sql.type(z.object({ status: z.string() }))`
-      SELECT status FROM deliveries WHERE event_id = ${eventId ?? ''}`), (s) => s === 'succeeded');
-    assert.is(status, 'succeeded');
-  } finally {
-    await app.stop();
-    await receiver.close();
-  }
 });
 
 test('the README lists each purge with its job and schedule, as the worker registers them', async () => {

@@ -14,7 +14,7 @@ let receiver: Receiver;
 let account: TestAccount;
 let other: TestAccount;
 
-const Delivery = z.object({ id: z.string(), status: z.string(), attempts: z.number(), next_attempt_at: z.string(), job_id: z.string().nullable() });
+const Delivery = z.object({ id: z.string(), status: z.string(), attempts: z.number(), next_attempt_at: z.string(), lease_id: z.string().nullable() });
 const Uso = z.object({ hora: z.string(), entregas: z.number() });
 
 test.before(async () => {
@@ -33,7 +33,7 @@ test.after(async () => {
 
 const evento = (contaId: string) => emit(app.db.pool, contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-9', status: 'rascunho' });
 const deliveries = (contaId: string) => app.db.pool.any(sql.type(Delivery)`
-  SELECT id, status, attempts, next_attempt_at, job_id FROM deliveries WHERE conta_id = ${contaId} ORDER BY created_at, id`);
+  SELECT id, status, attempts, next_attempt_at, lease_id FROM deliveries WHERE conta_id = ${contaId} ORDER BY created_at, id`);
 
 test('over the hourly cap deliveries wait for the next hour, then every one is delivered; other accounts are unaffected', async () => {
   // Every delivery of the test in one hour, the one its counter and nextHour name.
@@ -41,7 +41,7 @@ test('over the hourly cap deliveries wait for the next hour, then every one is d
   const ids: string[] = [];
   for (let i = 0; i < 5; i++) ids.push(await evento(account.contaId));
   await receiver.waitFor(3, (r) => r.path === '/a');
-  const rows = await eventually(() => deliveries(account.contaId), (d) => d.length === 5 && d.every((x) => x.status !== 'pending' || x.job_id === null));
+  const rows = await eventually(() => deliveries(account.contaId), (d) => d.length === 5 && d.every((x) => x.status !== 'pending' || x.lease_id === null));
   const waiting = rows.filter((d) => d.status === 'pending');
   assert.is(waiting.length, 2, 'two over the cap');
   const nextHour = new Date();
@@ -72,7 +72,7 @@ test('every request counts toward the cap, retries included', async () => {
   const id = await evento(other.contaId);
   const [first] = await receiver.waitFor(1, (r) => r.id === id);
   assert.ok(first);
-  const d = await eventually(async () => (await deliveries(other.contaId)).find((x) => x.attempts === 1 && x.status === 'pending' && x.job_id === null), (x) => x !== undefined);
+  const d = await eventually(async () => (await deliveries(other.contaId)).find((x) => x.attempts === 1 && x.status === 'pending' && x.lease_id === null), (x) => x !== undefined);
   assert.ok(d);
   await makeDue(app.db.pool, { deliveryId: d.id });
   await receiver.waitFor(2, (r) => r.id === id);
@@ -81,7 +81,7 @@ test('every request counts toward the cap, retries included', async () => {
     (n) => n === before + 2);
   assert.is(uso, 3, 'one earlier delivery and two attempts: the cap is reached');
   const id2 = await evento(other.contaId);
-  const held = await eventually(async () => (await deliveries(other.contaId)).find((x) => x.status === 'pending' && x.attempts === 0 && x.job_id === null), (x) => x !== undefined);
+  const held = await eventually(async () => (await deliveries(other.contaId)).find((x) => x.status === 'pending' && x.attempts === 0 && x.lease_id === null), (x) => x !== undefined);
   assert.ok(held, `event ${id2} waits for the next hour`);
   assert.equal(receiver.unverified(), []);
 });

@@ -45,7 +45,7 @@ async function endpoint(reply?: (r: { json: any }) => { status?: number; headers
 const evento = () => emit(app.db.pool, account.contaId, 'cotacao.aprovada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1' });
 
 const Delivery = z.object({
-  id: z.string(), status: z.string(), attempts: z.number(), next_attempt_at: z.string(), job_id: z.string().nullable(),
+  id: z.string(), status: z.string(), attempts: z.number(), next_attempt_at: z.string(), lease_id: z.string().nullable(),
   completed_at: z.string().nullable(), last_error: z.string().nullable(), endpoint_id: z.string(),
 });
 const Attempt = z.object({
@@ -53,7 +53,7 @@ const Attempt = z.object({
   response_status: z.number().nullable(), response_body: z.string().nullable(), error: z.string().nullable(),
 });
 const maybeDelivery = (eventId: string, endpointId: string) => app.db.pool.maybeOne(sql.type(Delivery)`
-  SELECT id, status, attempts, next_attempt_at, job_id, completed_at, last_error, endpoint_id
+  SELECT id, status, attempts, next_attempt_at, lease_id, completed_at, last_error, endpoint_id
     FROM deliveries WHERE event_id = ${eventId} AND endpoint_id = ${endpointId}`);
 const attemptsOf = (deliveryId: string) => app.db.pool.any(sql.type(Attempt)`
   SELECT attempt, started_at, duration_ms, succeeded, response_status, response_body, error
@@ -66,7 +66,7 @@ async function deliveryOf(eventId: string, endpointId: string) {
 }
 /** Waits until the delivery has `attempts` recorded attempts and is no longer held by a job. */
 const settled = (eventId: string, endpointId: string, attempts: number) =>
-  eventually(() => deliveryOf(eventId, endpointId), (d) => d.attempts >= attempts && d.job_id === null);
+  eventually(() => deliveryOf(eventId, endpointId), (d) => d.attempts >= attempts && d.lease_id === null);
 const endpointRow = (id: string) => app.db.pool.one(sql.type(z.object({
   ativo: z.boolean(), desativado_motivo: z.string().nullable(), falhando_desde: z.string().nullable(),
 }))`SELECT ativo, desativado_motivo, falhando_desde FROM webhook_endpoints WHERE id = ${id}`);

@@ -113,7 +113,7 @@ test('lists failures since a time and replays them, and replays one event with i
   const id = await emit(app.db.pool, account.contaId, 'cotacao.aprovada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-3' });
   await receiver.waitFor(1, (r) => r.id === id);
   // Seven failures are already behind it: the next attempt is its last.
-  await eventually(() => app.db.pool.any(sql.unsafe`SELECT 1 FROM deliveries WHERE event_id = ${id} AND attempts = 1 AND job_id IS NULL`), (r) => r.length === 1);
+  await eventually(() => app.db.pool.any(sql.unsafe`SELECT 1 FROM deliveries WHERE event_id = ${id} AND attempts = 1 AND lease_id IS NULL`), (r) => r.length === 1);
   await app.db.pool.query(sql.unsafe`UPDATE deliveries SET run_attempts = 7 WHERE event_id = ${id}`);
   await makeDue(app.db.pool);
   const failures = await eventually(async () => (await ops(['webhooks', 'failures', '--desde', since])).json, (l) => l.length === 1);

@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { projectRoot } from '../shared/config.ts';
 import { sql } from '../shared/db/pool.ts';
-import { DELIVERY_QUEUE } from '../worker/webhooks/queue.ts';
+import { LEASE_MS } from '../worker/webhooks/lease.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount } from './helpers/fixtures.ts';
 import { addEndpoint, emit, eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
@@ -70,12 +70,12 @@ test('a worker SIGKILLed mid-burst: its deliveries run again within 30 s, duplic
   await stop(first, 'SIGKILL');
   const killedAt = Date.now();
   const heldByTheDead = await db.pool.oneFirst(sql.type(Count)`
-    SELECT count(*)::int AS n FROM deliveries WHERE status = 'pending' AND job_id IS NOT NULL`);
+    SELECT count(*)::int AS n FROM deliveries WHERE status = 'pending' AND lease_id IS NOT NULL`);
   assert.ok(heldByTheDead > 0, 'the dead worker held deliveries');
 
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   const second = spawnWorker(db);
-  // No clock is moved: the dead worker's jobs come back by their heartbeat alone.
+  // No clock is moved: the dead worker's deliveries come back by their leases running out alone.
   const done = await eventually(
     () => db.pool.oneFirst(sql.type(Count)`SELECT count(*)::int AS n FROM deliveries WHERE status = 'succeeded'`),
     (n) => n === BURST, 30_000);
@@ -126,8 +126,8 @@ test('two worker processes relay and deliver every event exactly once', async ()
   const keys = got.map((r) => `${r.path} ${r.id}`);
   assert.is(new Set(keys).size, 600, 'each event reached each endpoint once');
   assert.equal(new Set(got.map((r) => r.id)), new Set(ids));
-  const jobs = await db.pool.oneFirst(sql.type(Count)`SELECT count(*)::int AS n FROM pgboss.job WHERE name = ${DELIVERY_QUEUE}`);
-  assert.is(jobs, 600, 'one job per delivery: no event was relayed twice');
+  const deliveries = await db.pool.oneFirst(sql.type(Count)`SELECT count(*)::int AS n FROM deliveries`);
+  assert.is(deliveries, 600, 'one delivery per event and endpoint: no event was relayed twice');
   const attempts = await eventually(
     () => db.pool.oneFirst(sql.type(Count)`SELECT count(*)::int AS n FROM delivery_attempts`), (n) => n >= 600);
   assert.is(attempts, 600, 'one attempt per delivery');
@@ -137,24 +137,29 @@ test('two worker processes relay and deliver every event exactly once', async ()
   await db.close();
 });
 
-test('two live workers holding jobs longer than their heartbeat: each job stays with its worker and every event is sent once', async () => {
+test('live workers holding deliveries longer than their lease: each stays with its worker and every event is sent once', async () => {
   const db = await createTestDatabase();
   const account = await createAccount(db.pool, { plano: 'farm' });
   await addEndpoint(db.pool, receiver, { contaId: account.contaId, usuarioId: account.usuarioId, path: '/slow' });
-  // One request at a time per worker, 600 ms each: the last jobs wait about 12 s in their worker,
-  // past the 10 s heartbeat, so only the refreshes keep them there.
-  receiver.respond(() => ({ status: 200, delayMs: 600 }));
-  const workers = [spawnWorker(db, { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '1' }), spawnWorker(db, { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '1' })];
-  await eventually(() => listeners(db), (n) => n === 2);
-  const ids = await Promise.all(Array.from({ length: 40 }, () => emit(db.pool, account.contaId, 'cotacao.criada', cotacao())));
+  // One request at a time per worker, each holding at most two deliveries of the endpoint: four
+  // events among three workers, so one holds two and the second of those waits for the first; it is
+  // recorded past its lease, while another worker has long been idle with room to take it. Only the
+  // renewals keep it with its worker.
+  const delayMs = Math.ceil(0.55 * LEASE_MS);
+  receiver.respond(() => ({ status: 200, delayMs }));
+  const workers = [1, 2, 3].map(() => spawnWorker(db, { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '1' }));
+  await eventually(() => listeners(db), (n) => n === 3);
+  const ids = await Promise.all(Array.from({ length: 4 }, () => emit(db.pool, account.contaId, 'cotacao.criada', cotacao())));
   await eventually(
-    () => db.pool.oneFirst(sql.type(Count)`SELECT count(*)::int AS n FROM deliveries WHERE status = 'succeeded'`), (n) => n === 40, 40_000);
+    () => db.pool.oneFirst(sql.type(Count)`SELECT count(*)::int AS n FROM deliveries WHERE status = 'succeeded'`), (n) => n === 4, 40_000);
   const got = receiver.received.filter((r) => r.path === '/slow');
-  assert.is(got.length, 40, 'no event was sent twice');
+  assert.is(got.length, 4, 'no event was sent twice');
   assert.equal(new Set(got.map((r) => r.id)), new Set(ids));
-  const retried = await db.pool.oneFirst(sql.type(Count)`
-    SELECT count(*)::int AS n FROM pgboss.job WHERE name = ${DELIVERY_QUEUE} AND retry_count > 0`);
-  assert.is(retried, 0, 'no held job was taken from its live worker');
+  const log = await db.pool.one(sql.type(z.object({ attempts: z.number(), longest: z.number() }))`
+    SELECT count(*)::int AS attempts, max(extract(epoch FROM d.completed_at - d.created_at) * 1000)::int AS longest
+      FROM delivery_attempts a JOIN deliveries d ON d.conta_id = a.conta_id AND d.id = a.delivery_id`);
+  assert.is(log.attempts, 4, 'one attempt each: no lease was taken from its live worker');
+  assert.ok(log.longest > LEASE_MS, `a delivery was held ${log.longest} ms from its creation, past its ${LEASE_MS} ms lease`);
   for (const w of workers) await stop(w, 'SIGTERM');
   await db.close();
 });

@@ -32,6 +32,9 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
   // listener they would crash the process.
   boss.on('error', (error: unknown) => log.error({ err: error }, 'pg-boss error'));
   await boss.start();
+  // Webhook deliveries were pg-boss jobs of this queue until migration 0015; what it still holds
+  // runs under the deliveries' own leases now.
+  await boss.deleteQueue('webhook-delivery');
   const deps: WorkerDeps = { pool, config, log, boss };
   for (const job of jobs) {
     await boss.createQueue(job.name, job.queue ?? {});

@@ -1,144 +1,186 @@
-// Queries of the delivery pipeline: enqueueing due deliveries, loading what a job needs, the hourly
-// cap, and recording outcomes. They run a few times per delivery, so each is a named prepared
-// statement, planned once per connection (the worker's connections are direct, never pooled). A delivery's job_id is a fence: a job is acted on only while the
-// delivery still names it, so a stale or duplicated job can never record a second outcome.
+// Queries of the delivery pipeline, where the deliveries table is its own queue (docs/decisions.md,
+// Webhooks): taking due deliveries under a lease, renewing and giving back leases, and recording
+// outcomes. They run many times a second under load, so each is a named prepared statement, planned
+// once per connection (the worker's connections are direct, never pooled). A delivery's lease_id is
+// a fence: a worker writes to a delivery only while it still names the worker's lease, so a worker
+// whose lease ran out can never record a second outcome. A lease implies a pending delivery
+// (deliveries_lease_pending): lookups by key and lease never say status = 'pending', which would let
+// the planner scan the due index instead (the partial index's statistics lag behind a backlog).
 import { z } from 'zod';
 import type { MotivoDesativacao } from '../domain/webhooks.ts';
-import { BOSS_SCHEMA } from '../boss.ts';
-import { CHANNEL_JOBS, NewDelivery } from './outbox.ts';
-import { Nothing, sql, type Db, type Tx } from './pool.ts';
+import { sql, type Db } from './pool.ts';
 
-/**
- * Due deliveries with no job (retries, deliveries held by the hourly cap, replays) get a job id,
- * and the dispatchers are woken at commit. The caller inserts the jobs in the same transaction.
- */
-export async function claimDueDeliveries(tx: Tx, limit: number): Promise<readonly NewDelivery[]> {
-  return tx.any(sql.prepared('claim_due_deliveries', NewDelivery)`
-    WITH due AS (
-      SELECT conta_id, id FROM deliveries
-       WHERE status = 'pending' AND job_id IS NULL AND next_attempt_at <= now()
-       ORDER BY next_attempt_at LIMIT ${limit}
-         FOR UPDATE SKIP LOCKED
-    ), claimed AS (
-      UPDATE deliveries d SET job_id = gen_random_uuid() FROM due
-       WHERE d.conta_id = due.conta_id AND d.id = due.id
-      RETURNING d.conta_id, d.id, d.job_id
-    ), woken AS (
-      SELECT pg_notify(${CHANNEL_JOBS}, '') WHERE EXISTS (SELECT FROM claimed)
-    )
-    SELECT conta_id, id, job_id FROM claimed LEFT JOIN woken ON true`);
-}
+/** The NOTIFY channel that wakes the workers when deliveries become due (new, replayed, moved). */
+export const CHANNEL_DUE = 'webhook_delivery_due';
 
-export const LoadedDelivery = z.object({
+/** A delivery under this worker's lease: the token that fences every write the worker makes to it. */
+export type Lease = { contaId: string; deliveryId: string; leaseId: string };
+
+/** What a worker may take in one claim (takeDeliveries). */
+export type TakeLimits = {
+  /** Deliveries to take at most. */
+  limit: number;
+  /** Due deliveries the statement locks and chooses from (the per-endpoint bounds may leave some). */
+  scan: number;
+  /** Deliveries to take at most per endpoint, unless `endpoints` says otherwise. */
+  perEndpoint: number;
+  /** Endpoints the worker already holds deliveries of, with how many more it may take of each (0: none, not even scanned). */
+  endpoints: ReadonlyMap<string, number>;
+  /** The lease: how long the deliveries stay this worker's unless it renews them. */
+  leaseMs: number;
+};
+
+export const TakenDelivery = z.object({
   conta_id: z.string(),
   id: z.string(),
-  job_id: z.string(),
-  endpoint_id: z.string(),
+  lease_id: z.string(),
+  /** The attempt's number, already recorded as started. */
+  attempt: z.number(),
+  /** Attempts of the current run, this one included: picks the retry delay. */
   run_attempts: z.number(),
+  endpoint_id: z.string(),
   event_id: z.string(),
   tipo: z.string(),
   dados: z.record(z.string(), z.unknown()),
   criado_em: z.string(),
   url: z.string(),
-  ativo: z.boolean(),
   segredo: z.string(),
   segredo_anterior: z.string().nullable(),
   falhando_desde: z.string().nullable(),
-  /** Deliveries of the current hour granted to the account for this batch (hourly cap). */
-  concedidas: z.number(),
 });
-export type LoadedDelivery = z.infer<typeof LoadedDelivery>;
-
-export type JobRef = { contaId: string; deliveryId: string; jobId: string };
+export type TakenDelivery = z.infer<typeof TakenDelivery>;
 
 /**
- * The pending deliveries these jobs still carry, with their event and endpoint, and, in the same
- * round trip, the hourly quota reserved for them: each row says how many of its account's
- * deliveries to active endpoints may go out now.
+ * Takes due deliveries, in one statement that commits durably before any request goes out: the
+ * due deliveries nobody holds (a lease that ran out makes its delivery due again) in next_attempt_at
+ * order, within the worker's bounds per endpoint, locked once chosen (SKIP LOCKED); then, by the hourly cap reserved
+ * for their accounts (reservar_entregas_webhook), each one is either taken (a new lease token,
+ * next_attempt_at at the lease's end, one more attempt recorded as started in delivery_attempts
+ * without an outcome), held until the next hour (over the cap: no attempt), or closed (its endpoint
+ * was disabled). Returns the deliveries taken, with their event and endpoint: all a request needs.
  */
-export async function loadDeliveries(db: Db, jobs: readonly JobRef[]): Promise<readonly LoadedDelivery[]> {
-  if (jobs.length === 0) return [];
-  return db.any(sql.prepared('load_deliveries', LoadedDelivery)`
-    WITH loaded AS MATERIALIZED (
-      SELECT d.conta_id, d.id, d.job_id, d.endpoint_id, d.run_attempts,
-             o.id AS event_id, o.tipo, o.dados, o.criado_em,
-             e.url, e.ativo, e.segredo,
-             CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END AS segredo_anterior,
-             e.falhando_desde
-        FROM ${sql.unnest(jobs.map((j) => [j.contaId, j.deliveryId, j.jobId]), ['uuid', 'uuid', 'uuid'])} AS j (conta_id, id, job_id)
-        JOIN deliveries d ON d.conta_id = j.conta_id AND d.id = j.id AND d.job_id = j.job_id AND d.status = 'pending'
-        JOIN outbox o ON o.conta_id = d.conta_id AND o.id = d.event_id
+export async function takeDeliveries(db: Db, t: TakeLimits): Promise<readonly TakenDelivery[]> {
+  const full = [...t.endpoints].filter(([, n]) => n <= 0).map(([id]) => id);
+  const partial = [...t.endpoints].filter(([, n]) => n > 0);
+  return db.any(sql.prepared('take_deliveries', TakenDelivery)`
+    WITH due AS MATERIALIZED (
+      SELECT d.conta_id, d.id, d.endpoint_id, d.next_attempt_at
+        FROM deliveries d
+       WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+         AND NOT (d.endpoint_id = ANY (${sql.array(full, 'uuid')}::uuid[]))
+       ORDER BY d.next_attempt_at
+       LIMIT ${t.scan}
+    ), bounded AS MATERIALIZED (
+      SELECT b.conta_id, b.id FROM (
+        SELECT due.*, row_number() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt_at, due.id) AS nth,
+               coalesce(p.n, ${t.perEndpoint}) AS bound
+          FROM due
+          LEFT JOIN unnest(${sql.array(partial.map(([id]) => id), 'uuid')}::uuid[], ${sql.array(partial.map(([, n]) => n), 'int4')}::int[])
+               AS p (endpoint_id, n) ON p.endpoint_id = due.endpoint_id) b
+       WHERE b.nth <= b.bound
+       ORDER BY b.next_attempt_at, b.id
+       LIMIT ${t.limit}
+    ), chosen AS MATERIALIZED (
+      -- Only the deliveries chosen are locked; one another worker took meanwhile is no longer due
+      -- when its lock is granted, and one it is taking now is skipped. (completed_at IS NULL is
+      -- status = 'pending', by deliveries_check, written so that the planner never reads the due
+      -- index for these lookups by key: its statistics lag behind a backlog.)
+      SELECT d.conta_id, d.id, d.endpoint_id, d.event_id, e.ativo
+        FROM bounded b
+        JOIN deliveries d ON d.conta_id = b.conta_id AND d.id = b.id
         JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
+       WHERE d.completed_at IS NULL AND d.next_attempt_at <= now()
+         FOR UPDATE OF d SKIP LOCKED
     ), wanted AS (
-      SELECT conta_id, count(*)::int AS n FROM loaded WHERE ativo GROUP BY conta_id
+      SELECT conta_id, count(*)::int AS n FROM chosen WHERE ativo GROUP BY conta_id
     ), granted AS MATERIALIZED (
       SELECT * FROM reservar_entregas_webhook(
         (SELECT array_agg(conta_id ORDER BY conta_id) FROM wanted),
         (SELECT array_agg(n ORDER BY conta_id) FROM wanted))
-    )
-    SELECT l.*, coalesce(g.concedidas, 0) AS concedidas
-      FROM loaded l LEFT JOIN granted g ON g.conta_id = l.conta_id`);
-}
-
-/** A job about to make its attempt, as pg-boss handed it over (its retry count fences that fetch). */
-export type Claimed = JobRef & { retryCount: number };
-
-/**
- * What became of a start: `held` when the job was still this fetch's (active in pg-boss with the
- * same retry count), and then the attempt's number, or null when the job no longer carries its
- * delivery.
- */
-const AttemptStarted = z.object({ jobId: z.string(), held: z.boolean(), attempt: z.number().nullable() });
-export type AttemptStarted = z.infer<typeof AttemptStarted>;
-
-/**
- * Records attempts before their requests go out, in one statement: of the jobs still held as
- * fetched (pg-boss's job row, read here; the dispatcher's heartbeat keeps it), each delivery still
- * carried by its job counts one more attempt (and one more in its run, which picks the next retry
- * delay) and gets a delivery_attempts row without an outcome. A request whose start is not recorded
- * is not sent, so every request that may have reached a receiver is in the log, even if its worker
- * dies; and a job another worker may hold now is never sent by this one.
- */
-export async function startAttempts(db: Db, queue: string, jobs: readonly Claimed[]): Promise<readonly AttemptStarted[]> {
-  if (jobs.length === 0) return [];
-  return db.any(sql.prepared('start_attempts', AttemptStarted)`
-    WITH j AS (
-      SELECT * FROM ${sql.unnest(jobs.map((j) => [j.contaId, j.deliveryId, j.jobId, j.retryCount]), ['uuid', 'uuid', 'uuid', 'int4'])}
-        AS j (conta_id, id, job_id, retry_count)
-    ), held AS (
-      SELECT j.* FROM j
-       WHERE EXISTS (SELECT FROM ${sql.identifier([BOSS_SCHEMA, 'job'])} b
-                      WHERE b.name = ${queue} AND b.id = j.job_id AND b.state = 'active' AND b.retry_count = j.retry_count)
-    ), started AS (
-      UPDATE deliveries d SET attempts = d.attempts + 1, run_attempts = d.run_attempts + 1, last_attempt_at = now()
-        FROM held h
-       WHERE d.conta_id = h.conta_id AND d.id = h.id AND d.job_id = h.job_id AND d.status = 'pending'
-      RETURNING d.job_id, d.conta_id, d.id, d.attempts
+    ), decided AS MATERIALIZED (
+      SELECT c.conta_id, c.id, c.endpoint_id, c.event_id,
+             CASE WHEN NOT c.ativo THEN 'closed'
+                  WHEN row_number() OVER (PARTITION BY c.conta_id, c.ativo ORDER BY c.id) <= coalesce(g.concedidas, 0) THEN 'taken'
+                  ELSE 'held' END AS kind
+        FROM chosen c LEFT JOIN granted g ON g.conta_id = c.conta_id
+    ), updated AS (
+      UPDATE deliveries d SET
+        lease_id = CASE WHEN x.kind = 'taken' THEN gen_random_uuid() END,
+        next_attempt_at = CASE x.kind WHEN 'taken' THEN now() + make_interval(secs => ${t.leaseMs / 1000})
+                                      WHEN 'held' THEN date_trunc('hour', now(), 'UTC') + interval '1 hour'
+                                      ELSE d.next_attempt_at END,
+        attempts = d.attempts + (x.kind = 'taken')::int,
+        run_attempts = d.run_attempts + (x.kind = 'taken')::int,
+        last_attempt_at = CASE WHEN x.kind = 'taken' THEN now() ELSE d.last_attempt_at END,
+        status = CASE WHEN x.kind = 'closed' THEN 'failed' ELSE d.status END,
+        completed_at = CASE WHEN x.kind = 'closed' THEN now() END,
+        last_error = CASE WHEN x.kind = 'closed' THEN 'endpoint desativado' ELSE d.last_error END
+        FROM decided x
+       WHERE d.conta_id = x.conta_id AND d.id = x.id
+      RETURNING d.conta_id, d.id, d.lease_id, d.attempts, d.run_attempts, x.endpoint_id, x.event_id
     ), logged AS (
       INSERT INTO delivery_attempts (conta_id, delivery_id, attempt, started_at)
-      SELECT conta_id, id, attempts, clock_timestamp() FROM started
+      SELECT conta_id, id, attempts, clock_timestamp() FROM updated WHERE lease_id IS NOT NULL
     )
-    SELECT j.job_id AS "jobId", h.job_id IS NOT NULL AS held, s.attempts AS attempt
-      FROM j LEFT JOIN held h ON h.job_id = j.job_id LEFT JOIN started s ON s.job_id = j.job_id`);
+    SELECT u.conta_id, u.id, u.lease_id, u.attempts AS attempt, u.run_attempts, u.endpoint_id,
+           o.id AS event_id, o.tipo, o.dados, o.criado_em,
+           e.url, e.segredo, CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END AS segredo_anterior,
+           e.falhando_desde
+      FROM updated u
+      JOIN outbox o ON o.conta_id = u.conta_id AND o.id = u.event_id
+      JOIN webhook_endpoints e ON e.conta_id = u.conta_id AND e.id = u.endpoint_id
+     WHERE u.lease_id IS NOT NULL`);
+}
+
+const leaseTuples = (leases: readonly Lease[]) =>
+  sql.unnest(leases.map((l) => [l.contaId, l.deliveryId, l.leaseId]), ['uuid', 'uuid', 'uuid']);
+
+/**
+ * Renews these leases for another `leaseMs`; the deliveries still under them. One that is missing
+ * was taken by another worker after its lease ran out (this one stalled): it must not be sent.
+ */
+export async function renewLeases(db: Db, leases: readonly Lease[], leaseMs: number): Promise<Set<string>> {
+  if (leases.length === 0) return new Set();
+  const renewed = await db.anyFirst(sql.prepared('renew_leases', z.object({ id: z.string() }))`
+    UPDATE deliveries d SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000})
+      FROM ${leaseTuples(leases)} AS l (conta_id, id, lease_id)
+     WHERE d.conta_id = l.conta_id AND d.id = l.id AND d.lease_id = l.lease_id
+    RETURNING d.id`);
+  return new Set(renewed);
+}
+
+/**
+ * Gives back deliveries taken and never sent (the worker is stopping, or their lease grew too old to
+ * trust): each is due again at once, and the attempt its take recorded is undone, since no request
+ * went out. A delivery whose lease another worker holds now is left alone.
+ */
+export async function releaseLeases(db: Db, leases: readonly Lease[]): Promise<number> {
+  if (leases.length === 0) return 0;
+  const released = await db.query(sql.typeAlias('void')`
+    WITH released AS (
+      UPDATE deliveries d SET lease_id = NULL, next_attempt_at = now(),
+                              attempts = d.attempts - 1, run_attempts = d.run_attempts - 1
+        FROM ${leaseTuples(leases)} AS l (conta_id, id, lease_id)
+       WHERE d.conta_id = l.conta_id AND d.id = l.id AND d.lease_id = l.lease_id
+      RETURNING d.conta_id, d.id, d.attempts + 1 AS attempt
+    )
+    DELETE FROM delivery_attempts a USING released r
+     WHERE a.conta_id = r.conta_id AND a.delivery_id = r.id AND a.attempt = r.attempt AND a.succeeded IS NULL`);
+  return released.rowCount;
 }
 
 /** What the log says of an attempt that has no outcome and never will: its worker stopped mid-request. */
 export const INTERRUPTED = 'interrompida: o worker parou antes de registrar a resposta; o receptor pode tê-la recebido';
 
-/**
- * What became of a job: an HTTP attempt (with its outcome), a delivery held back by the hourly
- * cap (no attempt), or a delivery closed without one (its endpoint was disabled).
- */
-export type DeliveryResult = JobRef & {
+/** An HTTP attempt's outcome, and what follows for its delivery (shared/domain/webhooks.ts, decide). */
+export type DeliveryResult = Lease & {
   endpointId: string;
-  kind: 'attempt' | 'deferred' | 'closed';
   status: 'pending' | 'succeeded' | 'failed';
   nextAttemptAt: Date | null;
-  lastError: string | null;
   /** The outcome asks for the endpoint to be disabled (a 410). */
   disable: MotivoDesativacao | null;
   attempt: {
-    /** Its number, from startAttempts. */
+    /** Its number, recorded as started when the delivery was taken. */
     number: number;
     startedAt: Date;
     durationMs: number;
@@ -146,37 +188,48 @@ export type DeliveryResult = JobRef & {
     responseStatus: number | null;
     responseBody: string | null;
     error: string | null;
-  } | null;
+  };
+};
+
+type EndpointRef = { contaId: string; endpointId: string };
+
+/** What a batch of outcomes says of their endpoints' runs of failures (worker/webhooks/recorder.ts). */
+export type EndpointRuns = {
+  /** A success ends an endpoint's run of failures. */
+  healthy: readonly EndpointRef[];
+  /** A failure starts a run of failures unless one is running. */
+  failing: readonly (EndpointRef & { since: Date })[];
 };
 
 /**
- * Records outcomes in one statement: the delivery moves on (next attempt, or done), each attempt's
- * row (startAttempts) gets its outcome, and any earlier attempt of the delivery still without one
- * is marked interrupted. Returns the deliveries recorded; results whose job no longer matches are
- * dropped.
+ * Records outcomes in one statement: the delivery moves on (next attempt, or done) and leaves its
+ * lease, each attempt's row gets its outcome, any earlier attempt of the delivery still without one
+ * is marked interrupted, and the endpoints' runs of failures follow `runs` (a request that was
+ * answered says how its endpoint is, recorded or not). Returns the deliveries recorded; a result
+ * whose lease another worker holds now is dropped.
  */
-export async function recordResults(tx: Tx, results: readonly DeliveryResult[]): Promise<Set<string>> {
+export async function recordResults(db: Db, results: readonly DeliveryResult[], runs: EndpointRuns): Promise<Set<string>> {
   if (results.length === 0) return new Set();
   const tuples = results.map((r) => [
-    r.contaId, r.deliveryId, r.jobId, r.kind, r.status, r.nextAttemptAt?.toISOString() ?? null, r.lastError,
-    r.attempt?.number ?? null, r.attempt?.startedAt.toISOString() ?? null, r.attempt?.durationMs ?? null, r.attempt?.succeeded ?? null,
-    r.attempt?.responseStatus ?? null, r.attempt?.responseBody ?? null, r.attempt?.error ?? null,
+    r.contaId, r.deliveryId, r.leaseId, r.status, r.nextAttemptAt?.toISOString() ?? null,
+    r.attempt.number, r.attempt.startedAt.toISOString(), r.attempt.durationMs, r.attempt.succeeded,
+    r.attempt.responseStatus, r.attempt.responseBody, r.attempt.error,
   ]);
-  const recorded = await tx.anyFirst(sql.prepared('record_results', z.object({ id: z.string() }))`
+  const recorded = await db.anyFirst(sql.prepared('record_results', z.object({ id: z.string() }))`
     WITH r AS (
-      SELECT * FROM ${sql.unnest(tuples, ['uuid', 'uuid', 'uuid', 'text', 'text', 'timestamptz', 'text', 'int4', 'timestamptz', 'int4', 'bool', 'int4', 'text', 'text'])}
-        AS r (conta_id, delivery_id, job_id, kind, status, next_attempt_at, last_error,
+      SELECT * FROM ${sql.unnest(tuples, ['uuid', 'uuid', 'uuid', 'text', 'timestamptz', 'int4', 'timestamptz', 'int4', 'bool', 'int4', 'text', 'text'])}
+        AS r (conta_id, delivery_id, lease_id, status, next_attempt_at,
               attempt, started_at, duration_ms, succeeded, response_status, response_body, error)
     ), updated AS (
       UPDATE deliveries d SET
         status = r.status,
         next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at),
-        last_attempt_at = coalesce(r.started_at, d.last_attempt_at),
-        last_error = r.last_error,
+        last_attempt_at = r.started_at,
+        last_error = NULL,
         completed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
-        job_id = NULL
+        lease_id = NULL
       FROM r
-      WHERE d.conta_id = r.conta_id AND d.id = r.delivery_id AND d.job_id = r.job_id AND d.status = 'pending'
+      WHERE d.conta_id = r.conta_id AND d.id = r.delivery_id AND d.lease_id = r.lease_id
       RETURNING d.conta_id, d.id
     ), attempts AS (
       UPDATE delivery_attempts a SET
@@ -189,30 +242,16 @@ export async function recordResults(tx: Tx, results: readonly DeliveryResult[]):
         FROM updated u JOIN r ON r.conta_id = u.conta_id AND r.delivery_id = u.id
        WHERE a.conta_id = u.conta_id AND a.delivery_id = u.id AND a.succeeded IS NULL
          AND (a.attempt = r.attempt OR a.error IS NULL)
+    ), healthy AS (
+      UPDATE webhook_endpoints e SET falhando_desde = NULL
+        FROM ${sql.unnest(runs.healthy.map((h) => [h.contaId, h.endpointId]), ['uuid', 'uuid'])} AS h (conta_id, id)
+       WHERE e.conta_id = h.conta_id AND e.id = h.id AND e.falhando_desde IS NOT NULL
+    ), failing AS (
+      UPDATE webhook_endpoints e SET falhando_desde = f.since
+        FROM ${sql.unnest(runs.failing.map((f) => [f.contaId, f.endpointId, f.since.toISOString()]), ['uuid', 'uuid', 'timestamptz'])}
+             AS f (conta_id, id, since)
+       WHERE e.conta_id = f.conta_id AND e.id = f.id AND e.falhando_desde IS NULL
     )
     SELECT id FROM updated`);
   return new Set(recorded);
-}
-
-type EndpointRef = { contaId: string; endpointId: string };
-const endpointRefs = (refs: readonly EndpointRef[]) =>
-  sql.unnest(refs.map((r) => [r.contaId, r.endpointId]), ['uuid', 'uuid']);
-
-/** A success ends an endpoint's run of failures. */
-export async function markEndpointsHealthy(tx: Tx, refs: readonly EndpointRef[]): Promise<void> {
-  if (refs.length === 0) return;
-  await tx.query(sql.prepared('mark_endpoints_healthy', Nothing)`
-    UPDATE webhook_endpoints e SET falhando_desde = NULL
-      FROM ${endpointRefs(refs)} AS r (conta_id, id)
-     WHERE e.conta_id = r.conta_id AND e.id = r.id AND e.falhando_desde IS NOT NULL`);
-}
-
-/** A failure starts a run of failures unless one is running. */
-export async function markEndpointsFailing(tx: Tx, refs: readonly (EndpointRef & { since: Date })[]): Promise<void> {
-  if (refs.length === 0) return;
-  await tx.query(sql.prepared('mark_endpoints_failing', Nothing)`
-    UPDATE webhook_endpoints e SET falhando_desde = r.since
-      FROM ${sql.unnest(refs.map((r) => [r.contaId, r.endpointId, r.since.toISOString()]), ['uuid', 'uuid', 'timestamptz'])}
-           AS r (conta_id, id, since)
-     WHERE e.conta_id = r.conta_id AND e.id = r.id AND e.falhando_desde IS NULL`);
 }

@@ -1,7 +1,8 @@
 // What operators ask about deliveries: listings with the last attempt, the attempts of one
 // delivery, failures since a time, and replays. Replayed deliveries become due at once; the
-// worker's scheduler, woken by a notification, gives them jobs.
+// workers, woken by a notification, take them.
 import { z } from 'zod';
+import { CHANNEL_DUE } from './deliveries.ts';
 import { sql, type Db } from './pool.ts';
 
 export const EntregaResumo = z.object({
@@ -86,7 +87,7 @@ export async function reenviarFalhas(db: Db, filtro: { desde: Date; contaId?: st
   return result.rowCount;
 }
 
-/** Wakes the workers' schedulers (delivered at commit). */
+/** Wakes the workers' dispatchers (delivered at commit). */
 export async function notifyDeliveriesDue(db: Db): Promise<void> {
-  await db.query(sql.typeAlias('void')`SELECT FROM pg_notify('webhook_delivery_due', '')`);
+  await db.query(sql.typeAlias('void')`SELECT FROM pg_notify(${CHANNEL_DUE}, '')`);
 }

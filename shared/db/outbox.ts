@@ -3,18 +3,12 @@
 // and whose creator holds the type's permission; webhook.teste goes only to its own endpoint.
 import { z } from 'zod';
 import { TIPOS_DE_EVENTO } from '../domain/eventos.ts';
-import { sql, type Db, type Tx } from './pool.ts';
+import { CHANNEL_DUE } from './deliveries.ts';
+import { sql, type Db } from './pool.ts';
 
 // Only one relay runs at a time across all workers: events of an account are relayed in the order
 // their transactions made them visible, and a batch of a few hundred rows takes milliseconds.
 const RELAY_LOCK = 7_410_203_006;
-/** NOTIFY channels of the webhook pipeline (emit_event notifies 'outbox' itself). */
-export const CHANNEL_JOBS = 'webhook_jobs';
-export const CHANNEL_DUE = 'webhook_delivery_due';
-
-/** A delivery created with the pg-boss job id that will carry its first attempt. */
-export const NewDelivery = z.object({ conta_id: z.string(), id: z.string(), job_id: z.string() });
-export type NewDelivery = z.infer<typeof NewDelivery>;
 
 // The type → permission table of contract §6.2, from the one catalog in shared/domain/eventos.ts.
 const permissoes = sql.fragment`
@@ -59,18 +53,17 @@ function destinos(source: Fragment, endpoint: Fragment = sql.fragment`true`) {
 }
 
 /**
- * INSERT … SELECT of the deliveries of the events `source` lists to their destinos, with `jobId` as
- * their job (a new id when the caller enqueues them at once, else NULL); `onConflict` says what
- * becomes of a delivery that already exists.
+ * INSERT … SELECT of the deliveries of the events `source` lists to their destinos, due now;
+ * `onConflict` says what becomes of a delivery that already exists.
  */
-function fanOut(source: Fragment, jobId: Fragment, onConflict: Fragment, endpoint?: Fragment) {
+function fanOut(source: Fragment, onConflict: Fragment, endpoint?: Fragment) {
   return sql.fragment`
-    INSERT INTO deliveries (conta_id, event_id, endpoint_id, job_id)
-    SELECT x.conta_id, x.event_id, x.endpoint_id, ${jobId}
+    INSERT INTO deliveries (conta_id, event_id, endpoint_id)
+    SELECT x.conta_id, x.event_id, x.endpoint_id
       FROM (${destinos(source, endpoint)}) x
      ORDER BY x.seq, x.endpoint_id
     ON CONFLICT (conta_id, event_id, endpoint_id) ${onConflict}
-    RETURNING conta_id, id, job_id, endpoint_id`;
+    RETURNING conta_id, id, endpoint_id`;
 }
 
 /** One event of the account, as a source of destinos and fanOut. */
@@ -85,20 +78,20 @@ const oneEndpoint = (endpointId: string | undefined) => (endpointId === undefine
 export const destinosDoEvento = (contaId: string, eventId: string, endpointId?: string) =>
   destinos(oneEvent(contaId, eventId), oneEndpoint(endpointId));
 
-const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries: z.array(NewDelivery) });
+const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries: z.number() });
 
 /**
  * Relays up to `limit` available events in seq order, in one statement: takes the relay lock (or
  * does nothing when another worker holds it), marks the events relayed, creates their deliveries
  * and wakes the dispatchers at commit. A grouped event takes its group's latest data here
  * (evento_agrupado_atual, after the group's lock: sql/code/eventos.sql); one whose group a writer
- * still holds, or whose row is locked, is left to a later pass. The caller inserts the deliveries'
- * jobs in the same transaction.
+ * still holds, or whose row is locked, is left to a later pass. Its deliveries are due at once:
+ * the workers take them (worker/webhooks/dispatcher.ts), woken at commit.
  */
-export async function relayOutbox(tx: Tx, limit: number): Promise<z.infer<typeof Relayed>> {
+export async function relayOutbox(db: Db, limit: number): Promise<z.infer<typeof Relayed>> {
   // A named prepared statement: planned once per connection (it was planned at every pass, as long
   // as it ran).
-  return tx.one(sql.prepared('relay_outbox', Relayed)`
+  return db.one(sql.prepared('relay_outbox', Relayed)`
     WITH relay_lock AS MATERIALIZED (
       SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS held
     ), claimed AS MATERIALIZED (
@@ -115,11 +108,11 @@ export async function relayOutbox(tx: Tx, limit: number): Promise<z.infer<typeof
         LEFT JOIN LATERAL (SELECT * FROM evento_agrupado_atual(c.conta_id, c.tipo, c.dados) WHERE c.group_key IS NOT NULL) g ON true
        WHERE o.conta_id = c.conta_id AND o.id = c.id
       RETURNING o.id
-    ), created AS (${fanOut(sql.fragment`ready`, sql.fragment`gen_random_uuid()`, sql.fragment`DO NOTHING`)})
+    ), created AS (${fanOut(sql.fragment`ready`, sql.fragment`DO NOTHING`)})
     SELECT (SELECT held FROM relay_lock) AS locked,
            (SELECT count(*) FROM marked)::int AS relayed,
-           coalesce((SELECT json_agg(created) FROM created), '[]'::json) AS deliveries,
-           (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_JOBS}, '') WHERE EXISTS (SELECT FROM created)) n) AS notified`);
+           (SELECT count(*) FROM created)::int AS deliveries,
+           (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_DUE}, '') WHERE EXISTS (SELECT FROM created)) n) AS notified`);
 }
 
 /** A delivery a replay made due. */
@@ -129,8 +122,8 @@ export const Replayed = z.object({ id: z.string(), endpoint_id: z.string() });
  * Replays one event (the operator's `webhooks replay`, and POST /eventos/{id}/reenviar): each
  * endpoint that should receive it now, by the fan-out's own rule (or only `endpointId`, when it is
  * one of them), gets a delivery due now with a fresh retry schedule: a new one, or its earlier one
- * back to pending; a delivery already on its way (enqueued) keeps going as it is. The worker's
- * scheduler enqueues them (the caller notifies it) and the hourly cap counts them like any other
+ * back to pending; a delivery already on its way (under a worker's lease) keeps going as it is.
+ * The workers take them (the caller notifies them) and the hourly cap counts them like any other
  * delivery. Returns the deliveries made due.
  */
 export async function replayEvent(
@@ -140,11 +133,10 @@ export async function replayEvent(
   options: { endpointId?: string } = {},
 ): Promise<readonly z.infer<typeof Replayed>[]> {
   const due = sql.fragment`
-    DO UPDATE SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(),
-                  last_error = NULL, job_id = NULL
-     WHERE NOT (deliveries.status = 'pending' AND deliveries.job_id IS NOT NULL)`;
+    DO UPDATE SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
+     WHERE NOT (deliveries.status = 'pending' AND deliveries.lease_id IS NOT NULL)`;
   return tx.any(sql.type(Replayed)`
-    WITH made AS (${fanOut(oneEvent(contaId, eventId), sql.fragment`NULL::uuid`, due, oneEndpoint(options.endpointId))})
+    WITH made AS (${fanOut(oneEvent(contaId, eventId), due, oneEndpoint(options.endpointId))})
     SELECT id, endpoint_id FROM made ORDER BY endpoint_id`);
 }
 

@@ -72,8 +72,8 @@ const Disabled = Endpoint.extend({ email: z.string(), nome: z.string() });
 
 /**
  * Disables endpoints (falhas_5_dias only when the run of failures is really that old) and fails
- * their deliveries that wait for a later attempt; deliveries already enqueued are closed by the
- * worker when their job runs. The creator is e-mailed when the receiver or its failures caused it.
+ * their deliveries that wait for a later attempt; a delivery a worker holds now is closed by the
+ * next worker that takes it, if its attempt does not end it. The creator is e-mailed when the receiver or its failures caused it.
  */
 export async function desativarEndpoints(
   tx: Tx,
@@ -95,7 +95,7 @@ export async function desativarEndpoints(
     UPDATE deliveries d
        SET status = 'failed', completed_at = now(), last_error = 'endpoint desativado (' || r.motivo || ')'
       FROM ${sql.unnest(disabled.map((e) => [e.conta_id, e.id, e.desativado_motivo ?? 'operador']), ['uuid', 'uuid', 'text'])} AS r (conta_id, id, motivo)
-     WHERE d.conta_id = r.conta_id AND d.endpoint_id = r.id AND d.status = 'pending' AND d.job_id IS NULL`);
+     WHERE d.conta_id = r.conta_id AND d.endpoint_id = r.id AND d.status = 'pending' AND d.lease_id IS NULL`);
   for (const e of disabled) {
     if (e.desativado_motivo === 'operador') continue;
     const why = e.desativado_motivo === 'recebedor_410'

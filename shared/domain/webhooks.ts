@@ -1,8 +1,7 @@
 // Rules of webhook delivery (DESIGN §11): the retry schedule, what counts as success, when an
 // endpoint is disabled, Retry-After, secrets and Standard Webhooks signatures. Pure functions; the
 // worker and the operator CLI apply them.
-import { randomBytes } from 'node:crypto';
-import { Webhook } from 'standardwebhooks';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 
 /** Delays before attempts 2 to 8; a delivery whose eighth attempt fails is failed. */
 export const RETRY_DELAYS_SECONDS = [5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600, 10 * 3600] as const;
@@ -66,24 +65,29 @@ export function nextHour(now: Date): Date {
   return next;
 }
 
+const SECRET_PREFIX = 'whsec_';
+
 /** A new endpoint secret: whsec_ + 32 random bytes in base64 (Standard Webhooks). */
 export function gerarSegredo(): string {
-  return `whsec_${randomBytes(32).toString('base64')}`;
+  return `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
 }
 
-// Secrets are reused across many deliveries; building the HMAC key once per secret is cheaper.
-const signers = new Map<string, Webhook>();
-function signer(secret: string): Webhook {
-  let webhook = signers.get(secret);
-  if (!webhook) {
-    if (signers.size > 10_000) signers.clear();
-    webhook = new Webhook(secret);
-    signers.set(secret, webhook);
+// Secrets are reused across many deliveries: each one's HMAC key is decoded once. Signing runs on
+// node:crypto (the standardwebhooks package hashes in JavaScript, several times slower); receivers,
+// and the tests, verify with the package.
+const keys = new Map<string, KeyObject>();
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size > 10_000) keys.clear();
+    key = createSecretKey(Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64'));
+    keys.set(secret, key);
   }
-  return webhook;
+  return key;
 }
 
 /** The webhook-signature header: one v1 signature per secret, space-separated. */
 export function assinar(segredos: readonly string[], id: string, timestamp: Date, body: string): string {
-  return segredos.map((s) => signer(s).sign(id, timestamp, body)).join(' ');
+  const signed = `${id}.${Math.floor(timestamp.getTime() / 1000)}.${body}`;
+  return segredos.map((s) => `v1,${createHmac('sha256', keyOf(s)).update(signed).digest('base64')}`).join(' ');
 }

@@ -5,7 +5,7 @@
 
 CREATE VIEW webhook_deliveries_pending AS
 SELECT d.conta_id, d.id AS delivery_id, d.event_id, o.tipo, d.endpoint_id, e.url,
-       d.attempts, d.run_attempts, d.next_attempt_at, d.job_id IS NOT NULL AS enqueued,
+       d.attempts, d.run_attempts, d.next_attempt_at, d.lease_id IS NOT NULL AND d.next_attempt_at > now() AS leased,
        d.created_at, now() - d.created_at AS age,
        a.response_status AS last_response_status, a.error AS last_error, a.started_at AS last_attempt_at
   FROM deliveries d
@@ -29,7 +29,8 @@ SELECT d.conta_id, d.id AS delivery_id, d.event_id, o.tipo, d.endpoint_id, e.url
  WHERE d.status = 'failed';
 
 -- Work waiting at each stage: events not yet relayed (and those held by a grouping window),
--- deliveries waiting for their next attempt or for a job, and pg-boss jobs per queue and state.
+-- deliveries due, under a worker's lease (being sent) or scheduled for a later attempt, and pg-boss
+-- jobs per queue and state.
 -- pg-boss installs its schema after the migrations run, so its table is read only when present.
 CREATE FUNCTION queue_depth_rows() RETURNS TABLE (queue text, state text, items bigint, oldest timestamptz)
 LANGUAGE plpgsql STABLE AS $$
@@ -38,8 +39,8 @@ BEGIN
     SELECT 'outbox', CASE WHEN o.available_at <= now() THEN 'ready' ELSE 'grouping' END, count(*), min(o.criado_em)
       FROM outbox o WHERE o.relayed_at IS NULL GROUP BY 2;
   RETURN QUERY
-    SELECT 'deliveries', CASE WHEN d.job_id IS NOT NULL THEN 'enqueued'
-                              WHEN d.next_attempt_at <= now() THEN 'due' ELSE 'scheduled' END,
+    SELECT 'deliveries', CASE WHEN d.next_attempt_at <= now() THEN 'due'
+                              WHEN d.lease_id IS NOT NULL THEN 'leased' ELSE 'scheduled' END,
            count(*), min(d.next_attempt_at)
       FROM deliveries d WHERE d.status = 'pending' GROUP BY 2;
   IF to_regclass('pgboss.job') IS NOT NULL THEN

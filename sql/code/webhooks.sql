@@ -29,9 +29,8 @@ CREATE TRIGGER webhook_endpoints_limite BEFORE INSERT OR UPDATE OF ativo ON webh
 
 -- Grants up to p_quantidades[i] deliveries to account p_contas[i] in the current hour and returns
 -- how many each got. Accounts are locked in id order, so two workers reserving for the same
--- accounts never deadlock. The counter is short-lived: its transaction commits without waiting
--- for the WAL flush (DESIGN §3), since losing the last few increments in a crash only lets a few
--- more deliveries out that hour. Call it in a transaction of its own.
+-- accounts never deadlock. The worker calls it in the statement that takes deliveries and records
+-- their attempts' start (shared/db/deliveries.ts), which commits durably for the attempts' sake.
 CREATE FUNCTION reservar_entregas_webhook(p_contas uuid[], p_quantidades int[])
 RETURNS TABLE (conta_id uuid, concedidas int)
 LANGUAGE plpgsql AS $$
@@ -41,7 +40,6 @@ DECLARE
   v_limite int;
   v_usadas int;
 BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);
   FOR r IN
     SELECT x.conta_id, sum(x.quantidade)::int AS quantidade
       FROM unnest(p_contas, p_quantidades) AS x (conta_id, quantidade)

@@ -48,22 +48,22 @@ export async function plantDeliveries(
     createdAgo?: string;
     completedAgo?: string;
     nextAttemptAt?: string;
-    jobIds?: readonly (string | null)[];
+    leaseIds?: readonly (string | null)[];
     attempts?: readonly PlantedAttempt[];
   },
 ): Promise<string[]> {
   const pending = input.status === 'pending';
   const attempts = input.attempts ?? [];
   const rows = await db.any(sql.type(Id)`
-    INSERT INTO deliveries (conta_id, event_id, endpoint_id, status, attempts, run_attempts, next_attempt_at, job_id,
+    INSERT INTO deliveries (conta_id, event_id, endpoint_id, status, attempts, run_attempts, next_attempt_at, lease_id,
                             last_attempt_at, created_at, completed_at)
     SELECT ${input.contaId}, e.event_id, ${input.endpointId}, ${input.status}, ${attempts.length}, ${attempts.length},
-           now() + ${input.nextAttemptAt ?? '0 seconds'}::interval, e.job_id,
+           now() + ${input.nextAttemptAt ?? '0 seconds'}::interval, e.lease_id,
            ${attempts.length ? sql.fragment`now() - ${attempts[attempts.length - 1]?.ago ?? '0 seconds'}::interval` : null},
            now() - ${input.createdAgo ?? '1 hour'}::interval,
            CASE WHEN ${pending} THEN NULL ELSE now() - ${input.completedAgo ?? '1 minute'}::interval END
-      FROM unnest(${sql.array(input.eventIds, 'uuid')}::uuid[], ${sql.array(input.jobIds ?? input.eventIds.map(() => null), 'uuid')}::uuid[])
-           AS e (event_id, job_id)
+      FROM unnest(${sql.array(input.eventIds, 'uuid')}::uuid[], ${sql.array(input.leaseIds ?? input.eventIds.map(() => null), 'uuid')}::uuid[])
+           AS e (event_id, lease_id)
     RETURNING id`);
   const ids = rows.map((r) => r.id);
   for (const [i, a] of attempts.entries()) {

@@ -143,11 +143,11 @@ export async function closeGroupingWindows(db: Db): Promise<number> {
   return moved.rowCount;
 }
 
-/** Makes deliveries waiting for a later attempt due now (instead of waiting) and wakes the scheduler. */
+/** Makes deliveries waiting for a later attempt due now (instead of waiting) and wakes the workers. */
 export async function makeDue(db: Db, filter: { deliveryId?: string } = {}): Promise<number> {
   const moved = await db.query(sql.typeAlias('void')`
     UPDATE deliveries SET next_attempt_at = now()
-     WHERE status = 'pending' AND job_id IS NULL AND next_attempt_at > now()
+     WHERE status = 'pending' AND lease_id IS NULL AND next_attempt_at > now()
        AND (${filter.deliveryId ?? null}::uuid IS NULL OR id = ${filter.deliveryId ?? null}::uuid)`);
   await db.query(sql.typeAlias('void')`SELECT FROM pg_notify('webhook_delivery_due', '')`);
   return moved.rowCount;

@@ -1,13 +1,13 @@
 // One delivery attempt: the §6.1 envelope, signed per Standard Webhooks with the endpoint's secret
 // (and its previous secret during a rotation), POSTed, and the outcome decided by the retry rules.
 import { clock } from '../../shared/clock.ts';
-import type { DeliveryResult, LoadedDelivery } from '../../shared/db/deliveries.ts';
+import type { DeliveryResult, TakenDelivery } from '../../shared/db/deliveries.ts';
 import { montarEnvelope } from '../../shared/domain/envelope.ts';
 import { assinar, decide } from '../../shared/domain/webhooks.ts';
 import type { WebhookHttp } from './http.ts';
 
-/** Attempt number `attempt` of this delivery, already recorded as started (starter.ts). */
-export async function attemptDelivery(row: LoadedDelivery, attempt: number, http: WebhookHttp, baseUrl: string): Promise<DeliveryResult> {
+/** The attempt this delivery was taken for, already recorded as started (shared/db/deliveries.ts). */
+export async function attemptDelivery(row: TakenDelivery, http: WebhookHttp, baseUrl: string): Promise<DeliveryResult> {
   const body = JSON.stringify(montarEnvelope(baseUrl, {
     id: row.event_id,
     tipo: row.tipo,
@@ -23,19 +23,17 @@ export async function attemptDelivery(row: LoadedDelivery, attempt: number, http
     'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
     'webhook-signature': assinar(secrets, row.event_id, timestamp, body),
   });
-  const decision = decide(outcome, row.run_attempts + 1, clock.now());
+  const decision = decide(outcome, row.run_attempts, clock.now());
   return {
     contaId: row.conta_id,
     deliveryId: row.id,
-    jobId: row.job_id,
+    leaseId: row.lease_id,
     endpointId: row.endpoint_id,
-    kind: 'attempt',
     status: decision.status,
     nextAttemptAt: decision.status === 'pending' ? decision.nextAttemptAt : null,
-    lastError: null,
     disable: decision.status === 'failed' ? decision.disable : null,
     attempt: {
-      number: attempt,
+      number: row.attempt,
       startedAt: outcome.startedAt,
       durationMs: outcome.durationMs,
       succeeded: decision.status === 'succeeded',

@@ -1,45 +1,83 @@
-// Runs delivery jobs. Jobs are fetched from pg-boss in batches sized to the free capacity and each
-// one is released as soon as its own outcome is recorded, so a slow receiver holds only its own
-// slots, never a whole batch. p-limit bounds requests in flight per process and per endpoint; the
-// hourly cap is reserved per account for each fetched batch. Every held job's heartbeat is
-// refreshed while it waits, so a dead worker's jobs go back to the queue within seconds (queue.ts),
-// and each attempt is recorded before its request goes out (starter.ts).
+// Sends due deliveries. It takes them from the deliveries table under a lease, in batches sized to
+// its free capacity, bounded per endpoint so that one endpoint's backlog never fills the worker; the
+// statement that takes them records each attempt's start, so no database round trip stands between
+// a free slot and its next request. p-limit bounds requests in flight per process and per endpoint.
+// Every held lease is renewed every few seconds in one statement; each delivery is held until its
+// outcome is recorded. A worker that dies leaves its leases to run out (lease.ts).
 import pLimit, { type LimitFunction } from 'p-limit';
-import type { Job } from 'pg-boss';
-import { loadDeliveries, type DeliveryResult, type LoadedDelivery } from '../../shared/db/deliveries.ts';
-import { clock } from '../../shared/clock.ts';
-import { nextHour } from '../../shared/domain/webhooks.ts';
+import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type Lease, type TakenDelivery } from '../../shared/db/deliveries.ts';
+import type { Config } from '../../shared/config.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { attemptDelivery } from './attempt.ts';
 import type { WebhookHttp } from './http.ts';
-import { CHANNEL_JOBS, DELIVERY_QUEUE, HEARTBEAT_TOUCH_MS, ensureDeliveryQueue, heldJobs, refreshHeartbeats, type DeliveryJob } from './queue.ts';
+import { LEASE_MS, RENEW_EVERY_MS, SEND_MARGIN_MS } from './lease.ts';
 import type { Recorder } from './recorder.ts';
 import { Signal } from './signal.ts';
-import { createStarter } from './starter.ts';
+import { turnBatch } from './turn-batch.ts';
 
 const POLL_MS = 1_000;
 
 export type Dispatcher = { wake(): void; stop(): Promise<void> };
 
+/** A delivery this worker took: held until its outcome is recorded or it is given back. */
+type Held = {
+  row: TakenDelivery;
+  /** performance.now() when the last statement that confirmed the lease was sent. */
+  confirmedAt: number;
+  /** Another worker took it after the lease ran out: it must not be sent. */
+  lost: boolean;
+};
+
+/**
+ * How many deliveries a worker holds: four times its requests in flight in all, and twice an
+ * endpoint's concurrency of one endpoint, so the next requests are ready when one ends and a crash
+ * interrupts at most that many attempts to an endpoint.
+ */
+export function holdLimits(config: Config) {
+  return {
+    total: 4 * config.WEBHOOK_CONCURRENCY,
+    perEndpoint: 2 * config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
+    /** An endpoint is taken from again once this many of its places are free. */
+    refill: config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
+  };
+}
+
+const leaseOf = (row: TakenDelivery): Lease => ({ contaId: row.conta_id, deliveryId: row.id, leaseId: row.lease_id });
+
 export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: WebhookHttp, recorder: Recorder): Dispatcher {
-  const { pool, boss, config, log } = deps;
-  const capacity = heldJobs(config);
-  const minFetch = Math.max(1, Math.floor(capacity / 8));
+  const { pool, config, log } = deps;
+  const limits = holdLimits(config);
+  const minTake = Math.max(1, Math.floor(limits.total / 8));
   const inFlight = pLimit(config.WEBHOOK_CONCURRENCY);
   const perEndpoint = new Map<string, LimitFunction>();
-  const jobsAvailable = new Signal();
-  const slotFreed = new Signal();
+  const held = new Map<string, Held>();
+  const heldPerEndpoint = new Map<string, number>();
+  /** Deliveries may be due (a notification), or there is room to take more (an endpoint, or the worker, is below its refill mark). */
+  const news = new Signal();
   const batches = new Set<Promise<void>>();
-  const start = createStarter(deps);
-  /** Jobs fetched and not yet released, by id: what the heartbeat keeps claimed. */
-  const holding = new Map<string, Job<DeliveryJob>>();
   let stopped = false;
 
-  const release = (jobs: readonly Job<DeliveryJob>[]) => {
-    for (const job of jobs) holding.delete(job.id);
-    slotFreed.notify();
-  };
+  const giveBack = turnBatch<Lease, void>(async (leases) => {
+    await releaseLeases(pool, leases).catch((error: unknown) => log.warn({ err: error }, 'giving back webhook deliveries failed; their leases will run out'));
+    return leases.map(() => undefined);
+  }, { max: 500, parallel: 1 });
+
+  function hold(row: TakenDelivery, confirmedAt: number): Held {
+    const h = { row, confirmedAt, lost: false };
+    held.set(row.id, h);
+    heldPerEndpoint.set(row.endpoint_id, (heldPerEndpoint.get(row.endpoint_id) ?? 0) + 1);
+    return h;
+  }
+
+  function release(h: Held): void {
+    held.delete(h.row.id);
+    const left = (heldPerEndpoint.get(h.row.endpoint_id) ?? 1) - 1;
+    if (left === 0) heldPerEndpoint.delete(h.row.endpoint_id);
+    else heldPerEndpoint.set(h.row.endpoint_id, left);
+    // Room to take more of this endpoint, or of any: the loop takes once for any number of these.
+    if (limits.perEndpoint - left >= limits.refill || limits.total - held.size >= minTake) news.notify();
+  }
 
   function endpointLimit(endpointId: string): LimitFunction {
     let limit = perEndpoint.get(endpointId);
@@ -50,110 +88,93 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
     return limit;
   }
 
-  const finish = (job: Job<DeliveryJob>, result: DeliveryResult | null, row: LoadedDelivery | null) =>
-    recorder.record({ job, result, failingSince: row?.falhando_desde ?? null }).finally(() => release([job]));
-
-  /** The attempt, once recorded as started; what became of the job when it could not start (starter.ts). */
-  async function attempt(job: Job<DeliveryJob>, row: LoadedDelivery): Promise<DeliveryResult | 'lost' | 'gone'> {
-    const started = await start(job);
-    return typeof started === 'number' ? attemptDelivery(row, started, http, config.baseUrl) : started;
+  /** Sends one held delivery and records its outcome, or gives it back unsent. */
+  async function send(h: Held): Promise<void> {
+    const fresh = performance.now() - h.confirmedAt < LEASE_MS - SEND_MARGIN_MS;
+    if (h.lost) return;
+    if (stopped || !fresh) return giveBack(leaseOf(h.row));
+    const result = await attemptDelivery(h.row, http, config.baseUrl);
+    await recorder.record({ result, failingSince: h.row.falhando_desde });
   }
 
-  function without(row: LoadedDelivery, kind: 'deferred' | 'closed'): DeliveryResult {
-    const base = { contaId: row.conta_id, deliveryId: row.id, jobId: row.job_id, endpointId: row.endpoint_id, attempt: null, disable: null };
-    return kind === 'deferred'
-      ? { ...base, kind, status: 'pending', nextAttemptAt: nextHour(clock.now()), lastError: null }
-      : { ...base, kind, status: 'failed', nextAttemptAt: null, lastError: 'endpoint desativado' };
+  function dispatch(h: Held): Promise<void> {
+    const limit = endpointLimit(h.row.endpoint_id);
+    return limit(() => inFlight(() => send(h)))
+      .catch((error: unknown) => {
+        // Not recorded: its lease runs out and it is sent again (a started attempt shows as interrupted).
+        log.error({ err: error, delivery: h.row.id }, 'webhook attempt crashed');
+      })
+      .finally(() => {
+        release(h);
+        if (limit.activeCount === 0 && limit.pendingCount === 0) perEndpoint.delete(h.row.endpoint_id);
+      });
   }
 
-  async function handle(jobs: Job<DeliveryJob>[]): Promise<void> {
-    let rows: readonly LoadedDelivery[];
-    try {
-      rows = await loadDeliveries(pool, jobs.map((j) => ({ contaId: j.data.c, deliveryId: j.data.d, jobId: j.id })));
-    } catch (error) {
-      // Failed jobs are retried by pg-boss after its retry delay.
-      log.error({ err: error, jobs: jobs.length }, 'loading webhook deliveries failed');
-      await boss.fail(DELIVERY_QUEUE, jobs.map((j) => ({ id: j.id, retryCount: j.retryCount }))).catch(() => undefined);
-      release(jobs);
-      return;
+  /** Takes what it may now; how many it took and whether it asked for more than it got. */
+  async function take(): Promise<{ taken: number; short: boolean }> {
+    const free = limits.total - held.size;
+    const endpoints = new Map<string, number>();
+    for (const [endpointId, n] of heldPerEndpoint) {
+      const left = limits.perEndpoint - n;
+      endpoints.set(endpointId, left >= limits.refill ? left : 0);
     }
-    const granted = new Map(rows.map((r) => [r.conta_id, r.concedidas]));
-    const byJob = new Map(rows.map((r) => [r.job_id, r]));
-    const pending: Promise<void>[] = [];
-    for (const job of jobs) {
-      const row = byJob.get(job.id);
-      // A job its delivery no longer names (stale or duplicated) is only completed.
-      if (!row) pending.push(finish(job, null, null));
-      else if (!row.ativo) pending.push(finish(job, without(row, 'closed'), row));
-      else if ((granted.get(row.conta_id) ?? 0) <= 0) pending.push(finish(job, without(row, 'deferred'), row));
-      else {
-        granted.set(row.conta_id, (granted.get(row.conta_id) ?? 0) - 1);
-        const limit = endpointLimit(row.endpoint_id);
-        const attempted = limit(() => inFlight(() => attempt(job, row))).finally(() => {
-          if (limit.activeCount === 0 && limit.pendingCount === 0) perEndpoint.delete(row.endpoint_id);
-        });
-        pending.push(
-          attempted.then(
-            // A job whose claim was lost is someone else's now: only let go of it. One whose
-            // delivery moved on is done, like a stale job at load.
-            (result) => (result === 'lost' ? release([job]) : finish(job, result === 'gone' ? null : result, row)),
-            (error: unknown) => {
-              // Not completed: its heartbeat stops and it runs again (a started attempt shows as interrupted).
-              log.error({ err: error, delivery: row.id }, 'webhook attempt crashed');
-              release([job]);
-            },
-          ),
-        );
-      }
+    // Enough candidates for a few endpoints' worth at a time: ranking hundreds of one endpoint's
+    // backlog to take its few free places cost more than the take itself.
+    const scan = Math.min(free, 4 * limits.perEndpoint);
+    const sentAt = performance.now();
+    const rows = await takeDeliveries(pool, { limit: free, scan, perEndpoint: limits.perEndpoint, endpoints, leaseMs: LEASE_MS });
+    const work = rows.map((row) => dispatch(hold(row, sentAt)));
+    if (work.length > 0) {
+      const batch = Promise.all(work).then(() => undefined).finally(() => batches.delete(batch));
+      batches.add(batch);
     }
-    await Promise.all(pending);
+    return { taken: rows.length, short: rows.length < scan };
   }
 
   const loop = (async () => {
     while (!stopped) {
-      const free = capacity - holding.size;
-      if (free < minFetch) {
-        await slotFreed.wait(POLL_MS);
+      if (limits.total - held.size < minTake) {
+        await news.wait(POLL_MS);
         continue;
       }
-      let jobs: Job<DeliveryJob>[] = [];
+      news.reset();
+      let short = true;
       try {
-        await ensureDeliveryQueue(boss, config);
-        jobsAvailable.reset();
-        jobs = await boss.fetch<DeliveryJob>(DELIVERY_QUEUE, { batchSize: free });
+        ({ short } = await take());
       } catch (error) {
-        log.error({ err: error }, 'fetching webhook jobs failed');
-        await jobsAvailable.wait(POLL_MS);
-        continue;
+        log.error({ err: error }, 'taking webhook deliveries failed');
       }
-      if (jobs.length > 0) {
-        for (const job of jobs) holding.set(job.id, job);
-        const batch = handle(jobs).finally(() => batches.delete(batch));
-        batches.add(batch);
-      }
-      // A short batch drained the queue: wait for new jobs (or the next poll).
-      if (jobs.length < free && !stopped) await jobsAvailable.wait(POLL_MS);
+      // What was due is taken, or the endpoints it belongs to are full: wait for news or room.
+      if (short && !stopped) await news.wait(POLL_MS);
     }
   })();
 
-  notifier.on(CHANNEL_JOBS, () => jobsAvailable.notify());
+  notifier.on(CHANNEL_DUE, () => news.notify());
 
-  // The held jobs' heartbeat: one statement for all of them. A job this worker no longer holds is
-  // found again by its start (starter.ts), which then does not send it.
-  const heartbeat = setInterval(() => {
-    refreshHeartbeats(boss, [...holding.values()]).catch((error: unknown) => log.warn({ err: error }, 'refreshing webhook jobs\' heartbeat failed'));
-  }, HEARTBEAT_TOUCH_MS);
+  // Every held lease, renewed in one statement; one that another worker took meanwhile is lost.
+  async function renew(): Promise<void> {
+    const current = [...held.values()].filter((h) => !h.lost);
+    if (current.length === 0) return;
+    const sentAt = performance.now();
+    const still = await renewLeases(pool, current.map((h) => leaseOf(h.row)), LEASE_MS);
+    for (const h of current) {
+      if (still.has(h.row.id)) h.confirmedAt = Math.max(h.confirmedAt, sentAt);
+      else if (held.has(h.row.id)) h.lost = true;
+    }
+  }
+  const renewal = setInterval(() => {
+    renew().catch((error: unknown) => log.warn({ err: error }, 'renewing webhook leases failed'));
+  }, RENEW_EVERY_MS);
 
   return {
-    wake: () => jobsAvailable.notify(),
+    wake: () => news.notify(),
     async stop() {
       stopped = true;
-      clearInterval(heartbeat);
-      jobsAvailable.notify();
-      slotFreed.notify();
+      news.notify();
       await loop;
-      // Every outcome is recorded within its batch's promise.
+      // Deliveries not yet sent are given back; those in flight are recorded.
       await Promise.all([...batches]);
+      clearInterval(renewal);
     },
   };
 }

@@ -1,4 +1,4 @@
-// Outbound HTTP of deliveries: axios over keep-alive agents, no redirects followed, no proxy from
+// Outbound HTTP of deliveries: axios over keep-alive agents (a bounded pool per receiver), no redirects followed, no proxy from
 // the environment, a hard deadline per request, at most 4 KB of the response read. Unless the
 // operator allows private networks, the agents' lookup refuses names that resolve to non-public
 // addresses and IP literals are checked before connecting (shared/ssrf.ts).
@@ -24,8 +24,13 @@ export type WebhookHttp = {
   close(): void;
 };
 
-export function createWebhookHttp(options: { timeoutMs: number; allowPrivateNetworks: boolean }): WebhookHttp {
-  const agentOptions = { keepAlive: true, ...(options.allowPrivateNetworks ? {} : { lookup: guardedLookup }) };
+export function createWebhookHttp(options: { timeoutMs: number; allowPrivateNetworks: boolean; maxSocketsPerHost?: number }): WebhookHttp {
+  // Connections stay open per receiver (host and port), as many as an endpoint's requests in flight.
+  const sockets = options.maxSocketsPerHost ?? Infinity;
+  const agentOptions = {
+    keepAlive: true, maxSockets: sockets, maxFreeSockets: Math.min(sockets, 256),
+    ...(options.allowPrivateNetworks ? {} : { lookup: guardedLookup }),
+  };
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
   const client: AxiosInstance = axios.create({

@@ -1,6 +1,6 @@
-// Webhooks in the worker: the outbox relay, the scheduler of due deliveries and the dispatcher of
-// delivery jobs, sharing one HTTP client and one outcome recorder. Stops in that order, so the
-// last outcomes are recorded before the HTTP agents close.
+// Webhooks in the worker: the outbox relay and the dispatcher of due deliveries, sharing one HTTP
+// client and one outcome recorder. Stops in that order, so the last outcomes are recorded before
+// the HTTP agents close.
 import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import type { Poller } from '../poller.ts';
@@ -8,25 +8,23 @@ import { startDispatcher } from './dispatcher.ts';
 import { createWebhookHttp } from './http.ts';
 import { startRecorder } from './recorder.ts';
 import { startRelay } from './relay.ts';
-import { startScheduler } from './scheduler.ts';
 
 export function startWebhooks(deps: WorkerDeps, notifier: Notifier): Poller {
   const http = createWebhookHttp({
     timeoutMs: deps.config.WEBHOOK_TIMEOUT_MS,
     allowPrivateNetworks: deps.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    maxSocketsPerHost: deps.config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
   });
   const recorder = startRecorder(deps);
   const relay = startRelay(deps, notifier);
-  const scheduler = startScheduler(deps, notifier);
   const dispatcher = startDispatcher(deps, notifier, http, recorder);
   return {
     wake() {
       relay.wake();
-      scheduler.wake();
       dispatcher.wake();
     },
     async stop() {
-      await Promise.all([relay.stop(), scheduler.stop()]);
+      await relay.stop();
       await dispatcher.stop();
       http.close();
     },

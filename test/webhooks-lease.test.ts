@@ -1,0 +1,168 @@
+// Deliveries under a lease (shared/db/deliveries.ts; worker/webhooks/lease.ts): a take records the
+// attempt's start before anything is sent; a leased delivery is nobody else's until its lease runs
+// out, and then the worker that held it can neither renew nor record it; takes are bounded per
+// endpoint; a delivery given back unsent leaves no attempt; concurrent takes never share a delivery.
+import { randomUUID } from 'node:crypto';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { z } from 'zod';
+import { recordResults, releaseLeases, renewLeases, takeDeliveries, type DeliveryResult, type Lease, type TakeLimits, type TakenDelivery } from '../shared/db/deliveries.ts';
+import { relayOutbox } from '../shared/db/outbox.ts';
+import { sql } from '../shared/db/pool.ts';
+import { INTERRUPTED } from '../shared/db/deliveries.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createAccount, type TestAccount } from './helpers/fixtures.ts';
+import { plantEndpoint } from './helpers/planted.ts';
+import { addEndpoint, emit, startReceiver } from './helpers/receiver.ts';
+import { startTestApp } from './helpers/app.ts';
+
+const test = suite('webhooks: deliveries under a lease');
+let db: TestDatabase;
+
+test.before(async () => {
+  db = await createTestDatabase();
+});
+test.after(() => db.close());
+// Every test starts with nothing due (each test's deliveries are its own).
+test.before.each(async () => {
+  await db.pool.query(sql.unsafe`UPDATE deliveries SET status = 'succeeded', completed_at = now(), lease_id = NULL WHERE status = 'pending'`);
+});
+
+const LEASE_MS = 10_000;
+const limits = (over: Partial<TakeLimits> = {}): TakeLimits =>
+  ({ limit: 100, scan: 100, perEndpoint: 100, endpoints: new Map(), leaseMs: LEASE_MS, ...over });
+
+/** An account with `endpoints` endpoints and `events` events relayed to each of them. */
+async function relayed(events: number, endpoints = 1): Promise<{ account: TestAccount; endpointIds: string[] }> {
+  const account = await createAccount(db.pool, { plano: 'farm' });
+  const endpointIds: string[] = [];
+  for (let i = 0; i < endpoints; i++) endpointIds.push(await plantEndpoint(db.pool, account, `https://erp.example.com/${i}`));
+  for (let i = 0; i < events; i++) await emit(db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' });
+  while ((await relayOutbox(db.pool, 500)).relayed > 0);
+  return { account, endpointIds };
+}
+
+const leaseOf = (row: TakenDelivery): Lease => ({ contaId: row.conta_id, deliveryId: row.id, leaseId: row.lease_id });
+const resultOf = (row: TakenDelivery, status: number): DeliveryResult => ({
+  ...leaseOf(row), endpointId: row.endpoint_id, status: status < 300 ? 'succeeded' : 'pending',
+  nextAttemptAt: status < 300 ? null : new Date(Date.now() + 5_000), disable: null,
+  attempt: { number: row.attempt, startedAt: new Date(), durationMs: 3, succeeded: status < 300, responseStatus: status, responseBody: 'ok', error: null },
+});
+const noRuns = { healthy: [], failing: [] };
+
+const Attempt = z.object({ attempt: z.number(), succeeded: z.boolean().nullable(), response_status: z.number().nullable(), error: z.string().nullable() });
+const attemptsOf = (row: { conta_id: string; id: string }) => db.pool.any(sql.type(Attempt)`
+  SELECT attempt, succeeded, response_status, error FROM delivery_attempts
+   WHERE conta_id = ${row.conta_id} AND delivery_id = ${row.id} ORDER BY attempt`);
+const Delivery = z.object({ lease_id: z.string().nullable(), attempts: z.number(), status: z.string(), due: z.boolean(), lease_s: z.number() });
+const deliveryOf = (row: { conta_id: string; id: string }) => db.pool.one(sql.type(Delivery)`
+  SELECT lease_id, attempts, status, next_attempt_at <= now() AS due,
+         round(extract(epoch FROM next_attempt_at - now()))::int AS lease_s
+    FROM deliveries WHERE conta_id = ${row.conta_id} AND id = ${row.id}`);
+/** The lease ran out (its worker died or stalled): what LEASE_MS of waiting would do. */
+const runOut = (row: { conta_id: string; id: string }) => db.pool.query(sql.unsafe`
+  UPDATE deliveries SET next_attempt_at = now() - interval '1 second' WHERE conta_id = ${row.conta_id} AND id = ${row.id}`);
+
+test('a take records attempt 1 as started, without an outcome, and leases the delivery to the lease\'s end', async () => {
+  await relayed(1);
+  const [row, ...more] = await takeDeliveries(db.pool, limits());
+  assert.ok(row);
+  assert.is(more.length, 0);
+  assert.is(row.attempt, 1);
+  assert.is(row.run_attempts, 1);
+  assert.equal(await attemptsOf(row), [{ attempt: 1, succeeded: null, response_status: null, error: null }]);
+  const d = await deliveryOf(row);
+  assert.equal([d.lease_id, d.attempts, d.due, d.lease_s], [row.lease_id, 1, false, LEASE_MS / 1000]);
+});
+
+test('a leased delivery is nobody else\'s until its lease runs out; then it is taken again, and the first holder can neither renew nor record it', async () => {
+  await relayed(1);
+  const [first] = await takeDeliveries(db.pool, limits());
+  assert.ok(first);
+  assert.equal(await takeDeliveries(db.pool, limits()), [], 'not taken again while leased');
+  assert.equal([...await renewLeases(db.pool, [leaseOf(first)], LEASE_MS)], [first.id], 'its holder renews it');
+
+  await runOut(first);
+  const [second] = await takeDeliveries(db.pool, limits());
+  assert.ok(second && second.id === first.id);
+  assert.not.equal(second.lease_id, first.lease_id);
+  assert.is(second.attempt, 2);
+  assert.equal([...await renewLeases(db.pool, [leaseOf(first)], LEASE_MS)], [], 'the first lease is gone');
+  assert.equal([...await recordResults(db.pool, [resultOf(first, 200)], noRuns)], [], 'the first holder records nothing');
+
+  assert.equal([...await recordResults(db.pool, [resultOf(second, 200)], noRuns)], [second.id]);
+  assert.equal(await attemptsOf(second), [
+    { attempt: 1, succeeded: null, response_status: null, error: INTERRUPTED },
+    { attempt: 2, succeeded: true, response_status: 200, error: null },
+  ]);
+  const d = await deliveryOf(second);
+  assert.equal([d.lease_id, d.status], [null, 'succeeded']);
+});
+
+test('a retry leaves the lease and waits for its time; a delivery given back unsent is due at once with its attempt undone', async () => {
+  await relayed(2);
+  const [retried, givenBack] = await takeDeliveries(db.pool, limits());
+  assert.ok(retried && givenBack);
+  await recordResults(db.pool, [resultOf(retried, 500)], noRuns);
+  const r = await deliveryOf(retried);
+  assert.equal([r.lease_id, r.status, r.due, r.attempts], [null, 'pending', false, 1]);
+
+  assert.is(await releaseLeases(db.pool, [leaseOf(givenBack)]), 1);
+  const g = await deliveryOf(givenBack);
+  assert.equal([g.lease_id, g.status, g.due, g.attempts], [null, 'pending', true, 0]);
+  assert.equal(await attemptsOf(givenBack), [], 'no request went out: no attempt');
+  const [again] = await takeDeliveries(db.pool, limits());
+  assert.is(again?.attempt, 1, 'taken again as attempt 1');
+});
+
+test('takes are bounded per endpoint: no more than its bound of one endpoint, none of an endpoint the worker holds full', async () => {
+  const { endpointIds: [x, y] } = await relayed(12, 2);
+  const first = await takeDeliveries(db.pool, limits({ perEndpoint: 5 }));
+  const by = (rows: readonly TakenDelivery[], e: string | undefined) => rows.filter((r) => r.endpoint_id === e).length;
+  assert.equal([by(first, x), by(first, y)], [5, 5]);
+  const second = await takeDeliveries(db.pool, limits({ perEndpoint: 5, endpoints: new Map([[x ?? '', 0], [y ?? '', 2]]) }));
+  assert.equal([by(second, x), by(second, y)], [0, 2], 'x is full; y has room for 2');
+  const third = await takeDeliveries(db.pool, limits({ limit: 3 }));
+  assert.is(third.length, 3, 'and never more than the limit');
+});
+
+test('concurrent takes never share a delivery, and together take every one', async () => {
+  await relayed(120, 2);
+  const taken: (readonly TakenDelivery[])[] = [];
+  for (;;) {
+    const round = await Promise.all([1, 2, 3].map(() => takeDeliveries(db.pool, limits({ limit: 15, scan: 15 }))));
+    taken.push(...round);
+    if (round.every((r) => r.length === 0)) break;
+  }
+  const ids = taken.flat().map((r) => r.id);
+  assert.is(ids.length, 240);
+  assert.is(new Set(ids).size, 240, 'each delivery taken once');
+});
+
+test('a worker stopping gives back what it took and did not send: due at once, no attempt left open, the requests in flight recorded', async () => {
+  const receiver = await startReceiver();
+  const app = await startTestApp({ worker: true, env: { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '2' } });
+  try {
+    const account = await createAccount(app.db.pool, { plano: 'farm' });
+    await addEndpoint(app.db.pool, receiver, { contaId: account.contaId, usuarioId: account.usuarioId, path: '/devagar' });
+    receiver.respond(() => ({ status: 200, delayMs: 400 }));
+    for (let i = 0; i < 10; i++) await emit(app.db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' });
+    // Two requests out, two more taken and waiting behind them (twice the endpoint's concurrency).
+    await receiver.waitFor(2, (r) => r.path === '/devagar');
+    await app.worker?.stop();
+    const rows = await app.db.pool.any(sql.type(z.object({ status: z.string(), attempts: z.number(), leased: z.boolean(), due: z.boolean() }))`
+      SELECT status, attempts, lease_id IS NOT NULL AS leased, next_attempt_at <= now() AS due FROM deliveries WHERE conta_id = ${account.contaId}`);
+    const sent = receiver.received.filter((r) => r.path === '/devagar').length;
+    assert.is(rows.filter((r) => r.status === 'succeeded').length, sent, 'every request that went out is recorded');
+    assert.ok(rows.filter((r) => r.status === 'pending').every((r) => r.attempts === 0 && !r.leased && r.due), 'the rest due at once, never attempted');
+    const open = await app.db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM delivery_attempts WHERE conta_id = ${account.contaId} AND succeeded IS NULL`);
+    assert.is(open, 0, 'no attempt left without an outcome');
+    assert.is(sent, 2, 'nothing waiting was sent once the worker was stopping');
+  } finally {
+    await app.stop();
+    await receiver.close();
+  }
+});
+
+test.run();
