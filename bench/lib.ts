@@ -35,7 +35,12 @@ export const percentile = (sorted: number[], p: number) =>
   sorted.length ? (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0) : 0;
 
 
-export type BenchDatabase = { url: string; stop(): Promise<void> };
+export type BenchDatabase = {
+  url: string;
+  stop(): Promise<void>;
+  /** Another database on the same server, released like this one: its URL. */
+  sibling(name: string): Promise<string>;
+};
 
 /**
  * DATABASE_URL when set, else a fresh database on an embedded PostgreSQL in .data/bench-<name>
@@ -56,7 +61,25 @@ export async function benchDatabase(name: string): Promise<BenchDatabase> {
   await release(url);
   await installBossSchema(url);
   await watchDatabase(url);
-  return { url, stop: async () => embedded?.stop() };
+  const first = url;
+  return {
+    url,
+    stop: async () => embedded?.stop(),
+    async sibling(suffix) {
+      const admin = new URL(first);
+      const name = `${admin.pathname.slice(1)}_${suffix}`;
+      admin.pathname = '/postgres';
+      const client = new pg.Client({ connectionString: admin.toString() });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`);
+      await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
+      await client.end();
+      admin.pathname = `/${name}`;
+      await release(admin.toString());
+      await installBossSchema(admin.toString());
+      return admin.toString();
+    },
+  };
 }
 
 /** Servers spawned by this benchmark, named for the CPU report. */
