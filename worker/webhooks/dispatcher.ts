@@ -53,6 +53,13 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
   const perEndpoint = new Map<string, LimitFunction>();
   const held = new Map<string, Held>();
   const heldPerEndpoint = new Map<string, number>();
+  /**
+   * Endpoints whose last take stopped at their bound (or that the take left out, full): they may
+   * have more due, to take once they have room. The worker too, when its last take stopped at its
+   * total. Room elsewhere wakes nobody: a take that found less than it could have has taken all.
+   */
+  const capped = new Set<string>();
+  let cappedTotal = false;
   /** Deliveries may be due (a notification), or there is room to take more (an endpoint, or the worker, is below its refill mark). */
   const news = new Signal();
   const batches = new Set<Promise<void>>();
@@ -75,8 +82,9 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
     const left = (heldPerEndpoint.get(h.row.endpoint_id) ?? 1) - 1;
     if (left === 0) heldPerEndpoint.delete(h.row.endpoint_id);
     else heldPerEndpoint.set(h.row.endpoint_id, left);
-    // Room to take more of this endpoint, or of any: the loop takes once for any number of these.
-    if (limits.perEndpoint - left >= limits.refill || limits.total - held.size >= minTake) news.notify();
+    // Room to take more of an endpoint that has more, or of any: the loop takes once for any number of these.
+    const room = (capped.has(h.row.endpoint_id) && limits.perEndpoint - left >= limits.refill) || (cappedTotal && limits.total - held.size >= minTake);
+    if (room) news.notify();
   }
 
   function endpointLimit(endpointId: string): LimitFunction {
@@ -123,6 +131,12 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
     const scan = Math.min(free, 4 * limits.perEndpoint);
     const sentAt = performance.now();
     const rows = await takeDeliveries(pool, { limit: free, scan, perEndpoint: limits.perEndpoint, endpoints, leaseMs: LEASE_MS });
+    const got = new Map<string, number>();
+    for (const row of rows) got.set(row.endpoint_id, (got.get(row.endpoint_id) ?? 0) + 1);
+    capped.clear();
+    for (const [endpointId, bound] of endpoints) if (bound === 0) capped.add(endpointId);
+    for (const [endpointId, n] of got) if (n >= (endpoints.get(endpointId) ?? limits.perEndpoint)) capped.add(endpointId);
+    cappedTotal = rows.length >= free;
     const work = rows.map((row) => dispatch(hold(row, sentAt)));
     if (work.length > 0) {
       const batch = Promise.all(work).then(() => undefined).finally(() => batches.delete(batch));
