@@ -41,8 +41,12 @@ const RATE = 200;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 /** Seconds of emitting at RATE with no worker running: PostgreSQL's cost of the events themselves. */
 const EMIT_ONLY_SECONDS = 5;
-/** The raw sender's HTTP client: node:http with a keep-alive agent (what axios runs on in the worker), or fetch. */
-const RAW_CLIENT = process.env.BENCH_RAW_CLIENT === 'fetch' ? 'fetch' : 'http';
+/**
+ * The raw sender's HTTP client: fetch, as issue 20 defines the baseline ("a raw fetch sender of the
+ * same signed bodies"), or node:http with a keep-alive agent (BENCH_RAW_CLIENT=http), what axios runs
+ * on in the worker and several times cheaper than axios per request.
+ */
+const RAW_CLIENT = process.env.BENCH_RAW_CLIENT === 'http' ? 'http' : 'fetch';
 const WORKER_BASE_URL = 'http://127.0.0.1:3000/v1';
 // The worker's defaults (shared/config.ts), which it runs with here.
 const defaults = loadConfig({});
@@ -376,7 +380,7 @@ try {
   const pipelinePg = pgPerEvent - pgEmit;
   const others = Math.round(Math.max(...[s.cpu, r.cpu, steadyCpu, emitOnly, bossCpu].map((c) => c?.others ?? 0)) * 100);
   const verdict = (ok: boolean) => (ok ? 'met' : 'not met');
-  await writeSection('webhooks', `## Webhooks (outbox → relay → pg-boss → signed POST)
+  await writeSection('webhooks', `## Webhooks (outbox → relay → deliveries taken under a lease → signed POST)
 
 One worker process (\`node worker/main.ts\`, default settings: WEBHOOK_CONCURRENCY ${defaults.WEBHOOK_CONCURRENCY}, ${PER_ENDPOINT} per endpoint,
 DB_POOL_SIZE ${defaults.DB_POOL_SIZE}, no heap flags) delivering to a local receiver in the bench process (Node http, answers 204 at once,
@@ -412,9 +416,9 @@ else runs on it: the last column is the share of the machine's CPU other process
 What the figures mean:
 
 - **One endpoint** (goal ${verdict(s.fromFirst >= 2000)}; ratio ${verdict(pair.ratio >= 0.9)}): the worker delivered ${s.fromFirst}/s where the raw sender, with the
-  same ${PER_ENDPOINT} requests in flight to the same receiver, delivered ${r.fromFirst}/s.${r.fromFirst > s.fromFirst ? ' The receiver is not the limit: it kept up with the\n  raw sender.' : ''} The worker holds a slot of its per-endpoint limit from the attempt's start (a transaction that refreshes the
-  job's claim and writes the attempt's row, committed before the request goes out: worker/webhooks/starter.ts) to the
-  response; the outcome is recorded after the slot is freed. Each of its ${PER_ENDPOINT} slots spent ${ms(slotMs)} ms per delivery, of which
+  same ${PER_ENDPOINT} requests in flight to the same receiver, delivered ${r.fromFirst}/s.${r.fromFirst > s.fromFirst ? ' The receiver is not the limit: it kept up with the\n  raw sender.' : ''} The worker takes an endpoint's deliveries ahead (up to twice its concurrency), in one statement that
+  also records each attempt's start before any request goes out (shared/db/deliveries.ts, takeDeliveries), so a slot of its
+  per-endpoint limit holds the POST and the worker's own turns, and the outcome is recorded after the slot is freed. Each of its ${PER_ENDPOINT} slots spent ${ms(slotMs)} ms per delivery, of which
   ${ms(s.postMs)} ms in the POST as the worker timed it, so about ${Math.round(Math.max(0, 1 - s.postMs / slotMs) * 100)} % of a slot's time is the start and the
   worker's own turns. The raw sender's slot is the POST alone (${ms(rawSlotMs)} ms).
 - **CPU bounds the rest**: the service spent ${serviceUs} µs of CPU per delivery across worker, PostgreSQL and receiver, so ${cores} cores
@@ -423,12 +427,13 @@ What the figures mean:
 - **Cold start**: counted from the spawn, the worker's ${s.fromSpawn}/s includes loading, connecting, starting pg-boss and relaying the
   backlog before the first POST; the raw sender's ${r.fromSpawn}/s only Node's start.
 - **${ACCOUNTS} accounts**: with ${ACCOUNTS} endpoints up to ${Math.min(defaults.WEBHOOK_CONCURRENCY, ACCOUNTS * PER_ENDPOINT)} requests are in flight, and the worker drained ${deliveriesPerSecond}/s (goal ${verdict(deliveriesPerSecond >= 2000)}).
-- **Latency at ${RATE}/s** (p50 goal ${verdict(hook.p50 <= 10)}): between the event's commit and its POST come the relay's transaction, pg-boss's fetch, the
-  load of the delivery (with the hourly reservation) and the attempt's start, each a round trip or a commit, woken by NOTIFY.
+- **Latency at ${RATE}/s** (p50 goal ${verdict(hook.p50 <= 10)}): between the event's commit and its POST come the relay's statement and the take (with the hourly
+  reservation and the attempt's start), each a round trip and a commit, woken by NOTIFY.
   pg-boss alone, one send and one fetch, takes ${ms(alone.p50)} ms at p50.
 - **PostgreSQL CPU** (goal ${verdict(pgPerEvent <= 1000)} counting everything, ${verdict(pipelinePg <= 1000)} for relay and delivery alone): ${pgPerEvent} µs an event,
-  ${pgEmit} µs of it the emitting transaction itself; pg-boss alone costs ${usOf(bossCpu, 'PostgreSQL')} µs an empty job, and the pipeline runs one
-  job per delivery besides its own statements. The worker spent ${usOf(steadyCpu, 'worker')} µs an event.${others >= 20 ? `
+  ${pgEmit} µs of it the emitting transaction itself; at this rate each event is relayed, taken and recorded by a statement of its
+  own (three commits), plus the leases' renewals and pg-boss's routine polling. No pg-boss job carries a delivery any more
+  (pg-boss alone costs ${usOf(bossCpu, 'PostgreSQL')} µs an empty job). The worker spent ${usOf(steadyCpu, 'worker')} µs an event.${others >= 20 ? `
 - **A busy machine**: other processes took up to ${others} % of the CPU during these runs; CPU time per event grows on a busy
   machine too (shared caches and cores), so both rates and CPU figures are worse than the same code on an idle one.` : ''}
 - **Memory**: the worker that ran only the steady load peaked at ${steadyMemory.peak} MB resident (VmHWM; ${rssBeforeSteady} MB when it had
