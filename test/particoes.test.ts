@@ -100,4 +100,16 @@ test('retention drops the days past 30 whole, and deletes what the default parti
   assert.ok((await particoes()).includes(dia(0)), 'today\'s partition untouched');
 });
 
+test('two workers dropping expired days at once: each day dropped by one of them, neither fails', async () => {
+  const dias = [45, 44, 43].map((d) => new Date(Date.now() - d * 86_400_000).toISOString().slice(0, 10));
+  for (const d of dias) await app.db.pool.query(sql.typeAlias('void')`SELECT particao_do_dia('request_log', ${d}::date)`);
+  const [a, b] = await Promise.all([
+    removerParticoesExpiradas(app.db.pool, 'request_log', 30),
+    removerParticoesExpiradas(app.db.pool, 'request_log', 30),
+  ]);
+  assert.equal([...a, ...b].sort(), [dia(-45), dia(-44), dia(-43)], 'each dropped once, by one of the two');
+  const nomes = await particoes();
+  for (const d of [dia(-45), dia(-44), dia(-43)]) assert.not.ok(nomes.includes(d), `${d} gone`);
+});
+
 test.run();

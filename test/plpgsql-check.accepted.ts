@@ -9,11 +9,6 @@ export const ACCEPTED: readonly Accepted[] = [
     reason: 'It exists to raise. Declared IMMUTABLE, a call with constant arguments could be folded, and so raise, while a statement is planned rather than when it runs.',
   },
   {
-    fn: 'particoes_expiradas_remover',
-    message: 'routine is marked as VOLATILE, should be STABLE',
-    reason: 'It drops tables, through EXECUTE, which plpgsql_check does not see into.',
-  },
-  {
     fn: 'evento_agrupado_atual',
     message: 'routine is marked as VOLATILE, should be STABLE',
     reason: 'The relay calls it after taking the group\'s lock: VOLATILE gives each of its statements a fresh snapshot, so it sees every change that joined the window and committed before the lock (a STABLE function would read with the relay statement\'s older snapshot and could miss one).',

@@ -63,13 +63,15 @@ END $$;
 -- Drops the partitions of p_tabela whose whole day ended before p_antes (their rows all past the
 -- retention): the names of those dropped. Each drop takes the parent's lock for an instant;
 -- lock_timeout, set by the caller, keeps it from queueing behind a long transaction (the next run
--- takes what this one could not).
+-- takes what this one could not). Callers at once (two workers) take turns on a lock of the table's
+-- own, so each partition is dropped by one of them and the other finds it gone.
 CREATE FUNCTION particoes_expiradas_remover(p_tabela text, p_antes timestamptz) RETURNS text[]
 LANGUAGE plpgsql AS $$
 DECLARE
   v_removidas text[] := '{}'::text[];
   p record;
 BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended('particoes_expiradas_remover:' || p_tabela, 0));
   FOR p IN
     SELECT n.nspname, c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE i.inhparent = p_tabela::regclass AND c.relname ~ ('^' || p_tabela || '_[0-9]{8}$')
