@@ -14,6 +14,7 @@ import { createBoss } from '../shared/boss.ts';
 import { projectRoot } from '../shared/config.ts';
 import { sql, type Db } from '../shared/db/pool.ts';
 import { createLogger } from '../shared/log.ts';
+import { purge } from '../shared/db/retention.ts';
 import { idempotencyPurge } from '../worker/jobs/idempotency.ts';
 import { jobs } from '../worker/jobs/index.ts';
 import { requestLogRetention } from '../worker/jobs/retention.ts';
@@ -236,6 +237,19 @@ test('outbox: a backlog of 12,000 due events goes with their deliveries and atte
   assert.ok((await batches('delivery_attempts')).every((n) => n <= 1_000), 'attempts go in the same short transactions');
   assert.is(await count(db.pool, sql.fragment`outbox`), 0);
   assert.is(await count(db.pool, sql.fragment`delivery_attempts`), 0);
+});
+
+test('two workers purging at once: every row past its retention goes once, by one of them, and neither fails', async () => {
+  const events = await plantEvents(db.pool, account.contaId, { count: 3_000, relayedAgo: '31 days' });
+  await plantDeliveries(db.pool, { contaId: account.contaId, endpointId, eventIds: events, status: 'succeeded', completedAgo: '31 days',
+    attempts: [{ ago: '31 days', status: 200 }] });
+  await plantRequests(db.pool, { contaId: account.contaId, count: 12_000, ago: '31 days' });
+  const [a, b] = await Promise.all([purge(db.pool, 'outbox'), purge(db.pool, 'outbox')]);
+  assert.is(a + b, 3_000, `${a} + ${b} events deleted`);
+  const [c, d] = await Promise.all([purge(db.pool, 'request_log'), purge(db.pool, 'request_log')]);
+  assert.is(c + d, 12_000, `${c} + ${d} request log rows deleted`);
+  assert.is(await count(db.pool, sql.fragment`outbox`), 0);
+  assert.is(await count(db.pool, sql.fragment`request_log`), 0);
 });
 
 test('a purge never waits on a row someone holds: an expired record being replaced by a new request is skipped, and taken by the next run', async () => {
