@@ -86,4 +86,19 @@ test('every request counts toward the cap, retries included', async () => {
   assert.equal(receiver.unverified(), []);
 });
 
+test('reservations at once for one account (several workers) grant the hour\'s cap exactly, never more', async () => {
+  await awayFromHourBoundary(app.db.pool);
+  await createPlan(app.db.pool, 'vinte_por_hora', { entregas_webhook_por_hora: 20 });
+  const conta = await createAccount(app.db.pool, { plano: 'vinte_por_hora' });
+  const reserve = (n: number) => app.db.pool.oneFirst(sql.type(z.object({ concedidas: z.number() }))`
+    SELECT concedidas FROM reservar_entregas_webhook(ARRAY[${conta.contaId}, ${other.contaId}]::uuid[], ARRAY[${n}, 0]::int[])
+     WHERE conta_id = ${conta.contaId}`);
+  const granted = await Promise.all(Array.from({ length: 12 }, () => reserve(3)));
+  assert.is(granted.reduce((a, b) => a + b, 0), 20, `granted ${granted.join(', ')}`);
+  assert.ok(granted.every((g) => g >= 0 && g <= 3));
+  const used = await app.db.pool.oneFirst(sql.type(z.object({ entregas: z.number() }))`
+    SELECT entregas FROM webhook_uso_por_hora WHERE conta_id = ${conta.contaId} AND hora = date_trunc('hour', now(), 'UTC')`);
+  assert.is(used, 20);
+});
+
 test.run();
