@@ -14,10 +14,11 @@ export const isConditionalList = (route: AnyRoute) => !!route.conditional && 'li
 
 export async function conditionalPage(deps: Deps, req: Request, route: AnyRoute, cost: Cost, state: RequestState, reply: Reply): Promise<Reply> {
   if (reply.status !== 200) return reply;
-  // Serialized once (or already, by PostgreSQL) and encoded once: the tag is the bytes', and the
-  // reply sends the same bytes (a catalog page is ~280 KB; each encoding of it is a pass over them).
+  // Serialized once (or already, by PostgreSQL) and encoded once: the reply sends the same bytes the
+  // tag is made of (a catalog page is ~280 KB; each encoding of it is a pass over them), unless the
+  // route knows the tag from its rows' versions and the bytes need no hashing.
   const json = Buffer.isBuffer(reply.json) ? reply.json : Buffer.from(reply.json ?? JSON.stringify(reply.body));
-  const etag = etagForPage(json);
+  const etag = reply.etag ?? etagForPage(json);
   const headers = { ...reply.headers, ETag: etag };
   if (ifNoneMatchMatches(req.headers['if-none-match'], etag)) return { status: 304, headers, billing: 'not_modified' };
   if (state.charge?.repeticao) {

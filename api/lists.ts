@@ -125,7 +125,12 @@ export function toPage<R extends { id: string; cursor_ts: string }, T>(
  * and with the same cursor as toPage's: the items are sent as they are, never parsed or serialized again.
  */
 export function jsonPage(itens: string, next: Posicao | null, query: { vinculo: string }): string {
-  return `{"dados":[${itens}],"proximo_cursor":${next ? JSON.stringify(encodeCursor(next, query.vinculo)) : 'null'}}`;
+  return `{"dados":[${itens}]${pageTail(next, query)}`;
+}
+
+/** What follows a page's items in its envelope: its cursor. */
+export function pageTail(next: Posicao | null, query: { vinculo: string }): string {
+  return `,"proximo_cursor":${next ? JSON.stringify(encodeCursor(next, query.vinculo)) : 'null'}}`;
 }
 
 const PAGING_PARAMS = new Set(['limite', 'cursor', 'ordem']);

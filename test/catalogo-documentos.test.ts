@@ -6,7 +6,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { etagForPage } from '../api/etag.ts';
+import { etagForVersions } from '../api/etag.ts';
 import { routes } from '../api/routes/index.ts';
 import type { AnyRoute } from '../api/routes/types.ts';
 import { alterarProduto, alterarVariacao, definirPrecos } from '../shared/db/catalogo.ts';
@@ -68,6 +68,15 @@ test.after(async () => app.stop());
 
 const get = (path: string) => request(`${app.baseUrl}${path}`, { token: conta.token });
 
+/** The tag a page of these products has: their ids and versions, in the page's order, and its cursor. */
+async function tagDasVersoes(pagina: string, cursor: string | null): Promise<string> {
+  const ids = (JSON.parse(pagina) as { dados: { id: string }[] }).dados.map((p) => p.id);
+  const versoes = new Map((await app.db.pool.any(sql.type(z.object({ id: z.string(), row_version: z.number() }))`
+    SELECT id, row_version::float8 AS row_version FROM produtos WHERE conta_id = ${conta.contaId} AND id = ANY(${sql.array(ids, 'uuid')})`))
+    .map((r) => [r.id, r.row_version]));
+  return etagForVersions(ids.map((id) => `${id}.${versoes.get(id)}`).join(','), `,"proximo_cursor":${JSON.stringify(cursor)}}`);
+}
+
 /** Every page of a query, each compared with the old builder's page for the same query and cursor. */
 async function conferirPaginas(query: string): Promise<number> {
   let cursor: string | null = null;
@@ -79,7 +88,7 @@ async function conferirPaginas(query: string): Promise<number> {
     const parsed = rota.query?.parse(Object.fromEntries(new URLSearchParams(q))) as FiltrosProdutos & { vinculo: string };
     const antes = await paginaPorRequisicao(app.db.pool, conta.contaId, parsed);
     assert.is(res.text, antes, `${q}: the page the per-request builder answered, byte for byte`);
-    assert.is(res.headers.get('etag'), etagForPage(Buffer.from(antes)), `${q}: and so its ETag`);
+    assert.is(res.headers.get('etag'), await tagDasVersoes(antes, res.body.proximo_cursor), `${q}: its ETag, from its products' versions`);
     const schema = rota.responses[200]?.schema as z.ZodType;
     assert.ok(schema.safeParse(res.body).success, `${q}: the route's schema`);
     cursor = res.body.proximo_cursor;
@@ -87,6 +96,25 @@ async function conferirPaginas(query: string): Promise<number> {
   } while (cursor);
   return paginas;
 }
+
+test('a page\'s ETag changes with any product on it, whatever part of it changed, and only then', async () => {
+  const path = '/produtos?limite=5';
+  const first = await get(path);
+  let etag = first.headers.get('etag') ?? '';
+  assert.is((await request(`${app.baseUrl}${path}`, { token: conta.token, headers: { 'if-none-match': etag } })).status, 304);
+  const [p0, , p2] = first.body.dados as { id: string; variacoes: { id: string }[] }[];
+  for (const change of [
+    () => alterarProduto(app.db.pool, conta.contaId, p0?.id ?? '', { descricao: 'nova descrição' }),
+    () => alterarVariacao(app.db.pool, conta.contaId, p2?.variacoes[0]?.id ?? '', { nome: 'Variação nova' }),
+    () => app.db.pool.transaction((tx) => definirPrecos(tx, conta.contaId, { variacaoId: p2?.variacoes[0]?.id ?? '', canalId: canais[0] ?? '', faixas: [{ aPartirDe: 1, precoCentavos: 1234 }] })),
+  ]) {
+    await change();
+    const res = await request(`${app.baseUrl}${path}`, { token: conta.token, headers: { 'if-none-match': etag } });
+    assert.is(res.status, 200, 'a page that changed is sent again');
+    assert.is.not(res.headers.get('etag'), etag);
+    etag = res.headers.get('etag') ?? '';
+  }
+});
 
 test('sampled pages, every filter and both orders, are what the per-request builder answered and match the schema', async () => {
   const sku = produtos[4]?.variacoes[0]?.sku ?? '';

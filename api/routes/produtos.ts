@@ -4,7 +4,8 @@
 // document (shared/db/produtos.ts); a page's text goes to the client as PostgreSQL joined it.
 import { z } from 'zod';
 import { lerProduto, paginaDeProdutos } from '../../shared/db/produtos.ts';
-import { conditionalList, listResponses, envelope, jsonPage, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery } from '../lists.ts';
+import { conditionalList, listResponses, envelope, jsonPage, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery, pageTail } from '../lists.ts';
+import { etagForVersions } from '../etag.ts';
 import { exemploProduto } from './exemplos.ts';
 import type { Cost } from '../cost.ts';
 import { defineRoute } from './types.ts';
@@ -74,7 +75,10 @@ export const listProdutos = defineRoute({
   responses: listResponses('Uma página de produtos.', envelope(Produto), { dados: [exemploProduto], proximo_cursor: null }),
   handler: async ({ caller, query, db }) => {
     const pagina = await paginaDeProdutos(db, caller.contaId, query);
-    return { status: 200, json: jsonPage(pagina.itens, pagina.proxima, query), billing: { units: unidadesProdutos(pagina.quantidade) } };
+    // A product's document changes only with its version (produtos_documentar): the page's tag is
+    // its products' versions and its cursor, not a hash of its ~280 KB.
+    const etag = etagForVersions(pagina.versoes, pageTail(pagina.proxima, query));
+    return { status: 200, json: jsonPage(pagina.itens, pagina.proxima, query), etag, billing: { units: unidadesProdutos(pagina.quantidade) } };
   },
 });
 

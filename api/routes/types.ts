@@ -39,6 +39,11 @@ export type Reply = {
   resourceId?: string;
   /** The body already serialized (text, or its UTF-8 bytes), when something read it whole first (a page's ETag). */
   json?: string | Buffer;
+  /**
+   * A page's ETag when the route knows its content by its rows' versions (etagForVersions), so the
+   * page's bytes need not be hashed; otherwise the tag is the bytes' (etagForPage).
+   */
+  etag?: string;
 };
 
 export type RouteContext<P, Q, H, B> = {

@@ -50,13 +50,20 @@ export type FiltrosProdutos = {
  * A page: its documents joined by commas (the JSON array's elements), how many it holds, and where
  * the next page starts (null: this is the last).
  */
-export type PaginaDeProdutos = { itens: string; quantidade: number; proxima: Posicao | null };
+export type PaginaDeProdutos = {
+  itens: string;
+  /** Each product of the page by id and version (its document changes only with its version), in the page's order. */
+  versoes: string;
+  quantidade: number;
+  proxima: Posicao | null;
+};
 
 // The page's rows are numbered in the list's order (limite + 1 are read, to know whether a next page
 // exists); the documents of the first limite are joined, and the last of them is the next position.
 // The brackets are the web process's: each concatenation here would copy the page's text again.
 const PaginaRow = z.object({
   itens: z.string(),
+  versoes: z.string(),
   linhas: z.number().int(),
   ultimo_ts: z.string().nullable(),
   ultimo_id: z.string().nullable(),
@@ -85,10 +92,11 @@ export function consultaDaPagina(contaId: string, filtros: FiltrosProdutos) {
   // Joined in the list's order, which the rows already come in (PostgreSQL 16 and later skip the sort).
   return sql.type(PaginaRow)`
     SELECT coalesce(string_agg(documento, ',' ORDER BY chave, id) FILTER (WHERE n <= ${limite}), '') AS itens,
+           coalesce(string_agg(id::text || '.' || row_version, ',' ORDER BY chave, id) FILTER (WHERE n <= ${limite}), '') AS versoes,
            count(*)::int AS linhas,
            min(cursor_ts) FILTER (WHERE n = ${limite}) AS ultimo_ts,
            min(id::text) FILTER (WHERE n = ${limite}) AS ultimo_id
-      FROM (SELECT p.id, p.documento, ${sql.identifier(['p', filtros.ordem ?? 'criado_em'])} AS chave, ${page.cursorColumn},
+      FROM (SELECT p.id, p.documento, p.row_version, ${sql.identifier(['p', filtros.ordem ?? 'criado_em'])} AS chave, ${page.cursorColumn},
                    row_number() OVER (ORDER BY ${page.order}) AS n
               FROM produtos p
              WHERE ${sql.join(conditions, sql.fragment` AND `)}
@@ -99,7 +107,7 @@ export async function paginaDeProdutos(db: Db, contaId: string, filtros: Filtros
   const limite = filtros.limite;
   const row = await db.one(consultaDaPagina(contaId, filtros));
   const proxima = row.linhas > limite && row.ultimo_ts !== null && row.ultimo_id !== null ? { ts: row.ultimo_ts, id: row.ultimo_id } : null;
-  return { itens: row.itens, quantidade: Math.min(row.linhas, limite), proxima };
+  return { itens: row.itens, versoes: row.versoes, quantidade: Math.min(row.linhas, limite), proxima };
 }
 
 export async function lerProduto(db: Db, contaId: string, id: string): Promise<ProdutoLido | null> {
