@@ -16,11 +16,11 @@ export const CHANNEL_DUE = 'webhook_delivery_due';
 /** A delivery under this worker's lease: the token that fences every write the worker makes to it. */
 export type Lease = { contaId: string; deliveryId: string; leaseId: string };
 
-/** What a worker may take in one claim (takeDeliveries). */
+/** What a worker may take at once (takeDeliveries). */
 export type TakeLimits = {
   /** Deliveries to take at most. */
   limit: number;
-  /** Due deliveries the statement locks and chooses from (the per-endpoint bounds may leave some). */
+  /** Due deliveries the statement reads and chooses from (the per-endpoint bounds may leave some). */
   scan: number;
   /** Deliveries to take at most per endpoint, unless `endpoints` says otherwise. */
   perEndpoint: number;
@@ -53,8 +53,8 @@ export type TakenDelivery = z.infer<typeof TakenDelivery>;
 /**
  * Takes due deliveries, in one statement that commits durably before any request goes out: the
  * due deliveries nobody holds (a lease that ran out makes its delivery due again) in next_attempt_at
- * order, within the worker's bounds per endpoint, locked once chosen (SKIP LOCKED); then, by the hourly cap reserved
- * for their accounts (reservar_entregas_webhook), each one is either taken (a new lease token,
+ * order, within the worker's bounds per endpoint, locked once chosen (SKIP LOCKED); then, by the
+ * hourly cap reserved for their accounts (reservar_entregas_webhook), each one is either taken (a new lease token,
  * next_attempt_at at the lease's end, one more attempt recorded as started in delivery_attempts
  * without an outcome), held until the next hour (over the cap: no attempt), or closed (its endpoint
  * was disabled). Returns the deliveries taken, with their event and endpoint: all a request needs.
