@@ -11,7 +11,7 @@ import { relayOutbox } from '../shared/db/outbox.ts';
 import { sql } from '../shared/db/pool.ts';
 import { INTERRUPTED } from '../shared/db/deliveries.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { createAccount, type TestAccount } from './helpers/fixtures.ts';
+import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { plantEndpoint } from './helpers/planted.ts';
 import { addEndpoint, emit, startReceiver } from './helpers/receiver.ts';
 import { startTestApp } from './helpers/app.ts';
@@ -59,6 +59,8 @@ const deliveryOf = (row: { conta_id: string; id: string }) => db.pool.one(sql.ty
   SELECT lease_id, attempts, status, next_attempt_at <= now() AS due,
          round(extract(epoch FROM next_attempt_at - now()))::int AS lease_s
     FROM deliveries WHERE conta_id = ${row.conta_id} AND id = ${row.id}`);
+/** An event's criado_em as the database gives it. */
+const takeEvent = (id: string) => db.pool.oneFirst(sql.type(z.object({ criado_em: z.string() }))`SELECT criado_em FROM outbox WHERE id = ${id}`);
 /** The lease ran out (its worker died or stalled): what LEASE_MS of waiting would do. */
 const runOut = (row: { conta_id: string; id: string }) => db.pool.query(sql.unsafe`
   UPDATE deliveries SET next_attempt_at = now() - interval '1 second' WHERE conta_id = ${row.conta_id} AND id = ${row.id}`);
@@ -137,6 +139,35 @@ test('concurrent takes never share a delivery, and together take every one', asy
   const ids = taken.flat().map((r) => r.id);
   assert.is(ids.length, 240);
   assert.is(new Set(ids).size, 240, 'each delivery taken once');
+});
+
+test('the relay takes for its worker what it creates, within its bounds per endpoint and the hourly cap; the rest is due for any worker', async () => {
+  const account = await createAccount(db.pool, { plano: 'farm' });
+  const [x, y] = [await plantEndpoint(db.pool, account, 'https://erp.example.com/x'), await plantEndpoint(db.pool, account, 'https://erp.example.com/y')];
+  const events: string[] = [];
+  for (let i = 0; i < 6; i++) events.push(await emit(db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' }));
+  const relayed = await relayOutbox(db.pool, 100, limits({ perEndpoint: 4, endpoints: new Map([[y ?? '', 0]]) }));
+  assert.is(relayed.relayed, 6);
+  assert.equal(relayed.taken.map((t) => t.endpoint_id), [x, x, x, x], 'four to x (its bound), none to y (full)');
+  assert.equal(relayed.taken.map((t) => t.event_id), events.slice(0, 4), 'in the events\' order');
+  for (const t of relayed.taken) {
+    assert.is(t.attempt, 1);
+    assert.equal(await attemptsOf(t), [{ attempt: 1, succeeded: null, response_status: null, error: null }], 'started before anything is sent');
+    assert.is((await deliveryOf(t)).lease_id, t.lease_id);
+  }
+  const rest = await takeDeliveries(db.pool, limits());
+  assert.equal(rest.map((r) => r.endpoint_id).sort(), [x, x, y, y, y, y, y, y].sort(), 'the rest due at once, for any worker');
+  assert.equal(relayed.taken[0]?.criado_em, (await takeEvent(events[0] ?? '')), 'the event\'s time as every read gives it');
+});
+
+test('what the relay takes counts against the hourly cap', async () => {
+  await createPlan(db.pool, 'duas_por_hora', { entregas_webhook_por_hora: 2 });
+  const account = await createAccount(db.pool, { plano: 'duas_por_hora' });
+  await plantEndpoint(db.pool, account);
+  for (let i = 0; i < 3; i++) await emit(db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' });
+  const relayed = await relayOutbox(db.pool, 100, limits());
+  assert.is(relayed.taken.length, 2, 'the hour\'s two');
+  assert.equal(await takeDeliveries(db.pool, limits()), [], 'the third is held to the next hour by the next take');
 });
 
 test('a worker stopping gives back what it took and did not send: due at once, no attempt left open, the requests in flight recorded', async () => {

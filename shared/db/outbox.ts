@@ -3,7 +3,7 @@
 // and whose creator holds the type's permission; webhook.teste goes only to its own endpoint.
 import { z } from 'zod';
 import { TIPOS_DE_EVENTO } from '../domain/eventos.ts';
-import { CHANNEL_DUE } from './deliveries.ts';
+import { CHANNEL_DUE, TakenDelivery, type TakeLimits } from './deliveries.ts';
 import { sql, type Db } from './pool.ts';
 
 // Only one relay runs at a time across all workers: events of an account are relayed in the order
@@ -69,6 +69,16 @@ function fanOut(source: Fragment, onConflict: Fragment, endpoint?: Fragment) {
 /** One event of the account, as a source of destinos and fanOut. */
 const oneEvent = (contaId: string, eventId: string) =>
   sql.fragment`(SELECT conta_id, id, tipo, endpoint_id, seq FROM outbox WHERE conta_id = ${contaId} AND id = ${eventId})`;
+/**
+ * A delivery the relay took for its worker, as takeDeliveries answers one; its times come as JSON
+ * text and are given the form every timestamp leaves the database in (shared/db/pool.ts).
+ */
+const asTimestamp = (value: string) => new Date(value).toISOString();
+const TakenFromRelay = TakenDelivery.extend({
+  criado_em: z.string().transform(asTimestamp),
+  falhando_desde: z.string().transform(asTimestamp).nullable(),
+});
+
 const oneEndpoint = (endpointId: string | undefined) => (endpointId === undefined ? undefined : sql.fragment`e.id = ${endpointId}`);
 
 /**
@@ -78,17 +88,24 @@ const oneEndpoint = (endpointId: string | undefined) => (endpointId === undefine
 export const destinosDoEvento = (contaId: string, eventId: string, endpointId?: string) =>
   destinos(oneEvent(contaId, eventId), oneEndpoint(endpointId));
 
-const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries: z.number() });
+const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries: z.number(), taken: z.array(TakenFromRelay) });
 
 /**
  * Relays up to `limit` available events in seq order, in one statement: takes the relay lock (or
- * does nothing when another worker holds it), marks the events relayed, creates their deliveries
- * and wakes the dispatchers at commit. A grouped event takes its group's latest data here
- * (evento_agrupado_atual, after the group's lock: sql/code/eventos.sql); one whose group a writer
- * still holds, or whose row is locked, is left to a later pass. Its deliveries are due at once:
- * the workers take them (worker/webhooks/dispatcher.ts), woken at commit.
+ * does nothing when another worker holds it), marks the events relayed and creates their
+ * deliveries. A grouped event takes its group's latest data here (evento_agrupado_atual, after the
+ * group's lock: sql/code/eventos.sql); one whose group a writer still holds, or whose row is locked,
+ * is left to a later pass.
+ *
+ * With `take`, the relaying worker takes the deliveries it creates, within its bounds per endpoint
+ * and the hourly cap (reservar_entregas_webhook), as takeDeliveries would: leased and their first
+ * attempt recorded as started, in the same statement. At a steady rate an event then costs the
+ * pipeline one statement less, and its delivery no wake-up (measured in BENCHMARKS.md). The rest are
+ * due at once and the workers, woken at commit, take them (worker/webhooks/dispatcher.ts).
  */
-export async function relayOutbox(db: Db, limit: number): Promise<z.infer<typeof Relayed>> {
+export async function relayOutbox(db: Db, limit: number, take?: TakeLimits): Promise<z.infer<typeof Relayed>> {
+  const bounds = take ?? { limit: 0, perEndpoint: 0, endpoints: new Map<string, number>(), leaseMs: 0 };
+  const partial = [...bounds.endpoints];
   // A named prepared statement: planned once per connection (it was planned at every pass, as long
   // as it ran).
   return db.one(sql.prepared('relay_outbox', Relayed)`
@@ -102,17 +119,61 @@ export async function relayOutbox(db: Db, limit: number): Promise<z.infer<typeof
     ), ready AS MATERIALIZED (
       SELECT c.* FROM claimed c
        WHERE c.group_key IS NULL OR pg_try_advisory_xact_lock(evento_grupo_lock(c.conta_id, c.group_key))
-    ), marked AS (
+    ), marked AS MATERIALIZED (
       UPDATE outbox o SET relayed_at = now(), dados = coalesce(g.dados, o.dados), criado_em = coalesce(g.criado_em, o.criado_em)
         FROM ready c
         LEFT JOIN LATERAL (SELECT * FROM evento_agrupado_atual(c.conta_id, c.tipo, c.dados) WHERE c.group_key IS NOT NULL) g ON true
        WHERE o.conta_id = c.conta_id AND o.id = c.id
-      RETURNING o.id
-    ), created AS (${fanOut(sql.fragment`ready`, sql.fragment`DO NOTHING`)})
+      RETURNING o.conta_id, o.id, o.tipo, o.dados, o.criado_em
+    ), dest AS MATERIALIZED (
+      -- Who receives each event, numbered per endpoint against the worker's bounds.
+      SELECT x.*, row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.seq) AS nth,
+             coalesce(b.n, ${bounds.perEndpoint}) AS bound
+        FROM (${destinos(sql.fragment`ready`)}) x
+        LEFT JOIN unnest(${sql.array(partial.map(([id]) => id), 'uuid')}::uuid[], ${sql.array(partial.map(([, n]) => n), 'int4')}::int[])
+             AS b (endpoint_id, n) ON b.endpoint_id = x.endpoint_id
+    ), wanted AS MATERIALIZED (
+      SELECT conta_id, event_id, endpoint_id FROM dest WHERE nth <= bound ORDER BY seq, endpoint_id LIMIT ${bounds.limit}
+    ), asked AS (
+      SELECT conta_id, count(*)::int AS n FROM wanted GROUP BY conta_id
+    ), granted AS MATERIALIZED (
+      SELECT * FROM reservar_entregas_webhook(
+        (SELECT array_agg(conta_id ORDER BY conta_id) FROM asked), (SELECT array_agg(n ORDER BY conta_id) FROM asked))
+    ), decided AS MATERIALIZED (
+      SELECT d.conta_id, d.event_id, d.endpoint_id, d.seq,
+             w.event_id IS NOT NULL
+               AND row_number() OVER (PARTITION BY d.conta_id, w.event_id IS NOT NULL ORDER BY d.seq, d.endpoint_id) <= coalesce(g.concedidas, 0) AS taken
+        FROM dest d
+        LEFT JOIN wanted w ON w.conta_id = d.conta_id AND w.event_id = d.event_id AND w.endpoint_id = d.endpoint_id
+        LEFT JOIN granted g ON g.conta_id = d.conta_id
+    ), created AS (
+      INSERT INTO deliveries (conta_id, event_id, endpoint_id, lease_id, next_attempt_at, attempts, run_attempts, last_attempt_at)
+      SELECT conta_id, event_id, endpoint_id,
+             CASE WHEN taken THEN gen_random_uuid() END,
+             CASE WHEN taken THEN now() + make_interval(secs => ${bounds.leaseMs / 1000}) ELSE now() END,
+             taken::int, taken::int, CASE WHEN taken THEN now() END
+        FROM decided ORDER BY seq, endpoint_id
+      ON CONFLICT (conta_id, event_id, endpoint_id) DO NOTHING
+      RETURNING conta_id, id, endpoint_id, event_id, lease_id, attempts, run_attempts
+    ), logged AS (
+      INSERT INTO delivery_attempts (conta_id, delivery_id, attempt, started_at)
+      SELECT conta_id, id, attempts, clock_timestamp() FROM created WHERE lease_id IS NOT NULL
+    )
     SELECT (SELECT held FROM relay_lock) AS locked,
            (SELECT count(*) FROM marked)::int AS relayed,
            (SELECT count(*) FROM created)::int AS deliveries,
-           (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_DUE}, '') WHERE EXISTS (SELECT FROM created)) n) AS notified`);
+           coalesce((SELECT json_agg(json_build_object(
+              'conta_id', c.conta_id, 'id', c.id, 'lease_id', c.lease_id, 'attempt', c.attempts, 'run_attempts', c.run_attempts,
+              'endpoint_id', c.endpoint_id, 'event_id', m.id, 'tipo', m.tipo, 'dados', m.dados, 'criado_em', m.criado_em,
+              'url', e.url, 'segredo', e.segredo,
+              'segredo_anterior', CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END,
+              'falhando_desde', e.falhando_desde))
+              FROM created c
+              JOIN marked m ON m.conta_id = c.conta_id AND m.id = c.event_id
+              JOIN webhook_endpoints e ON e.conta_id = c.conta_id AND e.id = c.endpoint_id
+             WHERE c.lease_id IS NOT NULL), '[]'::json) AS taken,
+           -- The other workers are woken only for what this one did not take.
+           (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_DUE}, '') WHERE EXISTS (SELECT FROM created WHERE lease_id IS NULL)) n) AS notified`);
 }
 
 /** A delivery a replay made due. */

@@ -5,7 +5,7 @@
 // Every held lease is renewed every few seconds in one statement; each delivery is held until its
 // outcome is recorded. A worker that dies leaves its leases to run out (lease.ts).
 import pLimit, { type LimitFunction } from 'p-limit';
-import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type Lease, type TakenDelivery } from '../../shared/db/deliveries.ts';
+import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type Lease, type TakeLimits, type TakenDelivery } from '../../shared/db/deliveries.ts';
 import type { Config } from '../../shared/config.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
@@ -18,7 +18,15 @@ import { turnBatch } from './turn-batch.ts';
 
 const POLL_MS = 1_000;
 
-export type Dispatcher = { wake(): void; stop(): Promise<void> };
+export type Dispatcher = {
+  wake(): void;
+  /**
+   * Runs a relay pass that may take, for this worker, the deliveries it creates within `take`
+   * (shared/db/outbox.ts, relayOutbox); the events relayed.
+   */
+  relay(relayWith: (take: TakeLimits) => Promise<{ relayed: number; taken: readonly TakenDelivery[] }>): Promise<number>;
+  stop(): Promise<void>;
+};
 
 /** A delivery this worker took: held until its outcome is recorded or it is given back. */
 type Held = {
@@ -118,9 +126,9 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
       });
   }
 
-  /** Takes what it may now; how many it took and whether it asked for more than it got. */
-  async function take(): Promise<{ taken: number; short: boolean }> {
-    const free = limits.total - held.size;
+  /** What the worker may take now: its free places in all and per endpoint (0: full, left out). */
+  function bounds(): TakeLimits {
+    const free = stopped ? 0 : limits.total - held.size;
     const endpoints = new Map<string, number>();
     for (const [endpointId, n] of heldPerEndpoint) {
       const left = limits.perEndpoint - n;
@@ -129,21 +137,44 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
     // Enough candidates for a few endpoints' worth at a time: ranking hundreds of one endpoint's
     // backlog to take its few free places cost more than the take itself.
     const scan = Math.min(free, 4 * limits.perEndpoint);
-    const sentAt = performance.now();
-    const rows = await takeDeliveries(pool, { limit: free, scan, perEndpoint: limits.perEndpoint, endpoints, leaseMs: LEASE_MS });
+    return { limit: free, scan, perEndpoint: limits.perEndpoint, endpoints, leaseMs: LEASE_MS };
+  }
+
+  /**
+   * Holds and sends what a take (or the relay, for this worker) took, and notes who may have more:
+   * a take sees every due delivery and replaces the notes; the relay sees only the deliveries it
+   * made, and adds to them.
+   */
+  function adopt(rows: readonly TakenDelivery[], asked: TakeLimits, sentAt: number, seen: 'all' | 'new'): void {
     const got = new Map<string, number>();
     for (const row of rows) got.set(row.endpoint_id, (got.get(row.endpoint_id) ?? 0) + 1);
-    capped.clear();
-    for (const [endpointId, bound] of endpoints) if (bound === 0) capped.add(endpointId);
-    for (const [endpointId, n] of got) if (n >= (endpoints.get(endpointId) ?? limits.perEndpoint)) capped.add(endpointId);
-    cappedTotal = rows.length >= free;
+    if (seen === 'all') capped.clear();
+    for (const [endpointId, bound] of asked.endpoints) if (bound === 0) capped.add(endpointId);
+    for (const [endpointId, n] of got) if (n >= (asked.endpoints.get(endpointId) ?? asked.perEndpoint)) capped.add(endpointId);
+    cappedTotal = (seen === 'new' && cappedTotal) || rows.length >= asked.limit;
     const work = rows.map((row) => dispatch(hold(row, sentAt)));
     if (work.length > 0) {
       const batch = Promise.all(work).then(() => undefined).finally(() => batches.delete(batch));
       batches.add(batch);
     }
-    return { taken: rows.length, short: rows.length < scan };
   }
+
+  // Takes and the relay's takes run one at a time, each from the bounds the other left.
+  let taking: Promise<unknown> = Promise.resolve();
+  function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
+    const run = taking.then(work);
+    taking = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Takes what it may now; how many it took and whether it asked for more than it got. */
+  const take = () => oneAtATime(async (): Promise<{ taken: number; short: boolean }> => {
+    const asked = bounds();
+    const sentAt = performance.now();
+    const rows = await takeDeliveries(pool, asked);
+    adopt(rows, asked, sentAt, 'all');
+    return { taken: rows.length, short: rows.length < asked.scan };
+  });
 
   const loop = (async () => {
     while (!stopped) {
@@ -182,6 +213,13 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
 
   return {
     wake: () => news.notify(),
+    relay: (relayWith) => oneAtATime(async () => {
+      const asked = bounds();
+      const sentAt = performance.now();
+      const { relayed, taken } = await relayWith(asked);
+      adopt(taken, asked, sentAt, 'new');
+      return relayed;
+    }),
     async stop() {
       stopped = true;
       news.notify();

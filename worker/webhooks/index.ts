@@ -16,8 +16,8 @@ export function startWebhooks(deps: WorkerDeps, notifier: Notifier): Poller {
     maxSocketsPerHost: deps.config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
   });
   const recorder = startRecorder(deps);
-  const relay = startRelay(deps, notifier);
   const dispatcher = startDispatcher(deps, notifier, http, recorder);
+  const relay = startRelay(deps, notifier, dispatcher);
   return {
     wake() {
       relay.wake();

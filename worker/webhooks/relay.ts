@@ -1,16 +1,18 @@
 // The outbox relay: events whose time has come (grouped ones at the end of their window) become
-// deliveries, due at once, in one statement, so each event is relayed exactly once however many
-// workers run. Woken by NOTIFY at commit; polls as a fallback and for grouping windows.
+// deliveries, in one statement, so each event is relayed exactly once however many workers run; the
+// statement takes for this worker's dispatcher what it has room for, and leaves the rest due for any
+// worker. Woken by NOTIFY at commit; polls as a fallback and for grouping windows.
 import { relayOutbox } from '../../shared/db/outbox.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { startPoller, type Poller } from '../poller.ts';
+import type { Dispatcher } from './dispatcher.ts';
 
 const BATCH = 500;
 /** The channel emit_event notifies at commit (sql/code/eventos.sql). */
 export const CHANNEL_OUTBOX = 'outbox';
 
-export function startRelay(deps: WorkerDeps, notifier: Notifier): Poller {
+export function startRelay(deps: WorkerDeps, notifier: Notifier, dispatcher: Dispatcher): Poller {
   const { pool, log } = deps;
   const poller = startPoller({
     name: 'webhook-relay',
@@ -18,7 +20,7 @@ export function startRelay(deps: WorkerDeps, notifier: Notifier): Poller {
     log,
     batch: BATCH,
     // When another worker holds the relay lock nothing is claimed; it keeps going while it finds events.
-    step: async () => (await relayOutbox(pool, BATCH)).relayed,
+    step: () => dispatcher.relay((take) => relayOutbox(pool, BATCH, take)),
   });
   notifier.on(CHANNEL_OUTBOX, () => poller.wake());
   return poller;
