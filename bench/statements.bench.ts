@@ -155,7 +155,7 @@ async function webhooks(db: Pool): Promise<Profile> {
   const count = EVENTS_PER_SECOND * SECONDS;
   await steady(count);
   while (received < warm + count) await new Promise((resolve) => setTimeout(resolve, 20));
-  const profile = await measured('webhook deliveries at a steady 200 events/s (emit, relay, take, POST, record)', mark, count, `${EVENTS_PER_SECOND} events/s`);
+  const profile = await measured('webhook deliveries at a steady 200 events/s (emit, relay and take, POST, record)', mark, count, `${EVENTS_PER_SECOND} events/s`);
   const exited = once(worker, 'exit');
   worker.kill('SIGTERM');
   await exited;

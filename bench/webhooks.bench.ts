@@ -427,12 +427,12 @@ What the figures mean:
 - **Cold start**: counted from the spawn, the worker's ${s.fromSpawn}/s includes loading, connecting, starting pg-boss and relaying the
   backlog before the first POST; the raw sender's ${r.fromSpawn}/s only Node's start.
 - **${ACCOUNTS} accounts**: with ${ACCOUNTS} endpoints up to ${Math.min(defaults.WEBHOOK_CONCURRENCY, ACCOUNTS * PER_ENDPOINT)} requests are in flight, and the worker drained ${deliveriesPerSecond}/s (goal ${verdict(deliveriesPerSecond >= 2000)}).
-- **Latency at ${RATE}/s** (p50 goal ${verdict(hook.p50 <= 10)}): between the event's commit and its POST come the relay's statement and the take (with the hourly
-  reservation and the attempt's start), each a round trip and a commit, woken by NOTIFY.
+- **Latency at ${RATE}/s** (p50 goal ${verdict(hook.p50 <= 10)}): between the event's commit and its POST comes the relay's statement, woken by NOTIFY,
+  which also takes the delivery for its worker (the hourly reservation and the attempt's start): one round trip and one commit.
   pg-boss alone, one send and one fetch, takes ${ms(alone.p50)} ms at p50.
 - **PostgreSQL CPU** (goal ${verdict(pgPerEvent <= 1000)} counting everything, ${verdict(pipelinePg <= 1000)} for relay and delivery alone): ${pgPerEvent} µs an event,
-  ${pgEmit} µs of it the emitting transaction itself; at this rate each event is relayed, taken and recorded by a statement of its
-  own (three commits), plus the leases' renewals and pg-boss's routine polling. No pg-boss job carries a delivery any more
+  ${pgEmit} µs of it the emitting transaction itself; at this rate each event is relayed and taken by one statement and recorded by
+  another (two commits), plus the leases' renewals and pg-boss's routine polling. No pg-boss job carries a delivery any more
   (pg-boss alone costs ${usOf(bossCpu, 'PostgreSQL')} µs an empty job). The worker spent ${usOf(steadyCpu, 'worker')} µs an event.${others >= 20 ? `
 - **A busy machine**: other processes took up to ${others} % of the CPU during these runs; CPU time per event grows on a busy
   machine too (shared caches and cores), so both rates and CPU figures are worse than the same code on an idle one.` : ''}
