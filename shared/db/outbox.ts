@@ -167,8 +167,9 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits): Pro
               'endpoint_id', c.endpoint_id, 'event_id', m.id, 'tipo', m.tipo, 'dados', m.dados, 'criado_em', m.criado_em,
               'url', e.url, 'segredo', e.segredo,
               'segredo_anterior', CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END,
-              'falhando_desde', e.falhando_desde))
+              'falhando_desde', e.falhando_desde) ORDER BY r.seq, c.endpoint_id)
               FROM created c
+              JOIN ready r ON r.conta_id = c.conta_id AND r.id = c.event_id
               JOIN marked m ON m.conta_id = c.conta_id AND m.id = c.event_id
               JOIN webhook_endpoints e ON e.conta_id = c.conta_id AND e.id = c.endpoint_id
              WHERE c.lease_id IS NOT NULL), '[]'::json) AS taken,
