@@ -13,7 +13,7 @@ import { INTERRUPTED } from '../shared/db/deliveries.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { plantEndpoint } from './helpers/planted.ts';
-import { addEndpoint, emit, startReceiver } from './helpers/receiver.ts';
+import { addEndpoint, emit, eventually, startReceiver } from './helpers/receiver.ts';
 import { startTestApp } from './helpers/app.ts';
 
 const test = suite('webhooks: deliveries under a lease');
@@ -168,6 +168,34 @@ test('what the relay takes counts against the hourly cap', async () => {
   const relayed = await relayOutbox(db.pool, 100, limits());
   assert.is(relayed.taken.length, 2, 'the hour\'s two');
   assert.equal(await takeDeliveries(db.pool, limits()), [], 'the third is held to the next hour by the next take');
+});
+
+test('a delivery whose lease another worker took while it waited is not sent by the worker that lost it', async () => {
+  const receiver = await startReceiver();
+  const app = await startTestApp({ worker: true, env: { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '1' } });
+  try {
+    const account = await createAccount(app.db.pool, { plano: 'farm' });
+    await addEndpoint(app.db.pool, receiver, { contaId: account.contaId, usuarioId: account.usuarioId, path: '/roubada' });
+    // One request at a time, 4.5 s each: the second delivery waits in the worker past its first renewal.
+    receiver.respond(() => ({ status: 200, delayMs: 4_500 }));
+    const primeiro = await emit(app.db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' });
+    const segundo = await emit(app.db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-2', status: 'rascunho' });
+    await receiver.waitFor(1, (r) => r.id === primeiro);
+    // Another worker takes the waiting one (as after a stall past its lease): a new lease, and its attempt.
+    const roubada = await app.db.pool.oneFirst(sql.type(z.object({ id: z.string() }))`
+      UPDATE deliveries SET lease_id = gen_random_uuid(), attempts = attempts + 1, run_attempts = run_attempts + 1
+       WHERE event_id = ${segundo} AND lease_id IS NOT NULL RETURNING id`);
+    await eventually(() => app.db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM deliveries WHERE event_id = ${primeiro} AND status = 'succeeded'`), (n) => n === 1, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(receiver.received.filter((r) => r.id === segundo), [], 'the worker that lost the lease did not send it');
+    const d = await app.db.pool.one(sql.type(z.object({ status: z.string(), leased: z.boolean() }))`
+      SELECT status, lease_id IS NOT NULL AS leased FROM deliveries WHERE id = ${roubada}`);
+    assert.equal(d, { status: 'pending', leased: true }, 'it stays with the worker that took it');
+  } finally {
+    await app.stop();
+    await receiver.close();
+  }
 });
 
 test('a worker stopping gives back what it took and did not send: due at once, no attempt left open, the requests in flight recorded', async () => {
