@@ -13,8 +13,8 @@ import { INTERRUPTED } from '../shared/db/deliveries.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { plantEndpoint } from './helpers/planted.ts';
-import { addEndpoint, emit, eventually, startReceiver } from './helpers/receiver.ts';
-import { startTestApp } from './helpers/app.ts';
+import { addEndpoint, emit, eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
 
 const test = suite('webhooks: deliveries under a lease');
 let db: TestDatabase;
@@ -170,16 +170,33 @@ test('what the relay takes counts against the hourly cap', async () => {
   assert.equal(await takeDeliveries(db.pool, limits()), [], 'the third is held to the next hour by the next take');
 });
 
-test('a delivery whose lease another worker took while it waited is not sent by the worker that lost it', async () => {
+/**
+ * A web process and a worker on a database of their own, one account with an endpoint at `path` of a
+ * receiver answering 200 after `delayMs`, the worker sending `perEndpoint` requests at a time to it.
+ */
+async function withWorker(
+  options: { path: string; perEndpoint: number; delayMs: number },
+  run: (ctx: { app: TestApp; receiver: Receiver; account: TestAccount; emitir: (codigo: string) => Promise<string> }) => Promise<void>,
+): Promise<void> {
   const receiver = await startReceiver();
-  const app = await startTestApp({ worker: true, env: { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '1' } });
+  const app = await startTestApp({ worker: true, env: { WEBHOOK_CONCURRENCY_PER_ENDPOINT: String(options.perEndpoint) } });
   try {
     const account = await createAccount(app.db.pool, { plano: 'farm' });
-    await addEndpoint(app.db.pool, receiver, { contaId: account.contaId, usuarioId: account.usuarioId, path: '/roubada' });
-    // One request at a time, 4.5 s each: the second delivery waits in the worker past its first renewal.
-    receiver.respond(() => ({ status: 200, delayMs: 4_500 }));
-    const primeiro = await emit(app.db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' });
-    const segundo = await emit(app.db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-2', status: 'rascunho' });
+    await addEndpoint(app.db.pool, receiver, { contaId: account.contaId, usuarioId: account.usuarioId, path: options.path });
+    receiver.respond(() => ({ status: 200, delayMs: options.delayMs }));
+    const emitir = (codigo: string) => emit(app.db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo, status: 'rascunho' });
+    await run({ app, receiver, account, emitir });
+  } finally {
+    await app.stop();
+    await receiver.close();
+  }
+}
+
+test('a delivery whose lease another worker took while it waited is not sent by the worker that lost it', async () => {
+  // One request at a time, 4.5 s each: the second delivery waits in the worker past its first renewal.
+  await withWorker({ path: '/roubada', perEndpoint: 1, delayMs: 4_500 }, async ({ app, receiver, emitir }) => {
+    const primeiro = await emitir('COT-1');
+    const segundo = await emitir('COT-2');
     await receiver.waitFor(1, (r) => r.id === primeiro);
     // Another worker takes the waiting one (as after a stall past its lease): a new lease, and its attempt.
     const roubada = await app.db.pool.oneFirst(sql.type(z.object({ id: z.string() }))`
@@ -192,20 +209,12 @@ test('a delivery whose lease another worker took while it waited is not sent by 
     const d = await app.db.pool.one(sql.type(z.object({ status: z.string(), leased: z.boolean() }))`
       SELECT status, lease_id IS NOT NULL AS leased FROM deliveries WHERE id = ${roubada}`);
     assert.equal(d, { status: 'pending', leased: true }, 'it stays with the worker that took it');
-  } finally {
-    await app.stop();
-    await receiver.close();
-  }
+  });
 });
 
 test('a worker stopping gives back what it took and did not send: due at once, no attempt left open, the requests in flight recorded', async () => {
-  const receiver = await startReceiver();
-  const app = await startTestApp({ worker: true, env: { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '2' } });
-  try {
-    const account = await createAccount(app.db.pool, { plano: 'farm' });
-    await addEndpoint(app.db.pool, receiver, { contaId: account.contaId, usuarioId: account.usuarioId, path: '/devagar' });
-    receiver.respond(() => ({ status: 200, delayMs: 400 }));
-    for (let i = 0; i < 10; i++) await emit(app.db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' });
+  await withWorker({ path: '/devagar', perEndpoint: 2, delayMs: 400 }, async ({ app, receiver, account, emitir }) => {
+    for (let i = 0; i < 10; i++) await emitir('COT-1');
     // Two requests out, two more taken and waiting behind them (twice the endpoint's concurrency).
     await receiver.waitFor(2, (r) => r.path === '/devagar');
     await app.worker?.stop();
@@ -218,10 +227,7 @@ test('a worker stopping gives back what it took and did not send: due at once, n
       SELECT count(*)::int AS n FROM delivery_attempts WHERE conta_id = ${account.contaId} AND succeeded IS NULL`);
     assert.is(open, 0, 'no attempt left without an outcome');
     assert.is(sent, 2, 'nothing waiting was sent once the worker was stopping');
-  } finally {
-    await app.stop();
-    await receiver.close();
-  }
+  });
 });
 
 test.run();
