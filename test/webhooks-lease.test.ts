@@ -198,6 +198,10 @@ test('a delivery whose lease another worker took while it waited is not sent by 
     const primeiro = await emitir('COT-1');
     const segundo = await emitir('COT-2');
     await receiver.waitFor(1, (r) => r.id === primeiro);
+    // The second taken too, and waiting behind the first.
+    const leased = () => app.db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM deliveries WHERE event_id = ${segundo} AND lease_id IS NOT NULL`);
+    assert.is(await eventually(leased, (n) => n === 1), 1, 'the second delivery is held by the worker');
     // Another worker takes the waiting one (as after a stall past its lease): a new lease, and its attempt.
     const roubada = await app.db.pool.oneFirst(sql.type(z.object({ id: z.string() }))`
       UPDATE deliveries SET lease_id = gen_random_uuid(), attempts = attempts + 1, run_attempts = run_attempts + 1
