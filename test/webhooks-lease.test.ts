@@ -235,4 +235,25 @@ test('a worker stopping gives back what it took and did not send: due at once, n
   });
 });
 
+test('endpoints of two accounts on one host: one slow with its requests in flight does not hold up the other\'s', async () => {
+  const receiver = await startReceiver();
+  const app = await startTestApp({ worker: true, env: { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '2' } });
+  try {
+    const [lenta, rapida] = [await createAccount(app.db.pool, { plano: 'farm' }), await createAccount(app.db.pool, { plano: 'farm' })];
+    await addEndpoint(app.db.pool, receiver, { contaId: lenta.contaId, usuarioId: lenta.usuarioId, path: '/lento' });
+    await addEndpoint(app.db.pool, receiver, { contaId: rapida.contaId, usuarioId: rapida.usuarioId, path: '/rapido' });
+    receiver.respond((r) => ({ status: 200, delayMs: r.path === '/lento' ? 3_000 : 0 }));
+    const evento = (contaId: string) => emit(app.db.pool, contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' });
+    for (let i = 0; i < 4; i++) await evento(lenta.contaId);
+    await receiver.waitFor(2, (r) => r.path === '/lento');
+    const sent = performance.now();
+    const id = await evento(rapida.contaId);
+    const [got] = await receiver.waitFor(1, (r) => r.id === id);
+    assert.ok(got && got.at - sent < 1_500, `the other account's delivery arrived ${Math.round((got?.at ?? Infinity) - sent)} ms later`);
+  } finally {
+    await app.stop();
+    await receiver.close();
+  }
+});
+
 test.run();

@@ -1,5 +1,5 @@
-// Outbound HTTP of deliveries: axios over keep-alive agents (a bounded pool per receiver), no redirects followed, no proxy from
-// the environment, a hard deadline per request, at most 4 KB of the response read. Unless the
+// Outbound HTTP of deliveries: axios over keep-alive agents (a bounded pool of connections per
+// receiver), no redirects followed, no proxy from the environment, a hard deadline per request, at most 4 KB of the response read. Unless the
 // operator allows private networks, the agents' lookup refuses names that resolve to non-public
 // addresses and IP literals are checked before connecting (shared/ssrf.ts).
 import http from 'node:http';
@@ -25,7 +25,9 @@ export type WebhookHttp = {
 };
 
 export function createWebhookHttp(options: { timeoutMs: number; allowPrivateNetworks: boolean; maxSocketsPerHost?: number }): WebhookHttp {
-  // Connections stay open per receiver (host and port), as many as an endpoint's requests in flight.
+  // Connections stay open per receiver (host and port), at most as many as the worker's requests in
+  // flight: endpoints of many accounts may share a host, and each is bounded by its own concurrency
+  // (the dispatcher's p-limit), so a host's pool must not make one account's requests wait on another's.
   const sockets = options.maxSocketsPerHost ?? Infinity;
   const agentOptions = {
     keepAlive: true, maxSockets: sockets, maxFreeSockets: Math.min(sockets, 256),

@@ -13,7 +13,7 @@ export function startWebhooks(deps: WorkerDeps, notifier: Notifier): Poller {
   const http = createWebhookHttp({
     timeoutMs: deps.config.WEBHOOK_TIMEOUT_MS,
     allowPrivateNetworks: deps.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-    maxSocketsPerHost: deps.config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
+    maxSocketsPerHost: deps.config.WEBHOOK_CONCURRENCY,
   });
   const recorder = startRecorder(deps);
   const dispatcher = startDispatcher(deps, notifier, http, recorder);
