@@ -23,7 +23,7 @@ export function etagFor(id: string, rowVersion: number, variant = ''): string {
 
 /** The tag of a page of a list (its JSON text's bytes): its content's, so any change of what the page shows changes it. */
 export function etagForPage(json: Buffer): string {
-  return `"L-${createHash('sha256').update(json).digest('base64url').slice(0, 22)}"`;
+  return listTag(json);
 }
 
 /**
@@ -32,8 +32,10 @@ export function etagForPage(json: Buffer): string {
  * changes it, as the bytes' tag would, without a pass over the bytes (a catalog page is ~280 KB).
  */
 export function etagForVersions(versions: string, rest: string): string {
-  return `"L-${createHash('sha256').update(`${versions}|${rest}`).digest('base64url').slice(0, 22)}"`;
+  return listTag(`${versions}|${rest}`);
 }
+
+const listTag = (content: string | Buffer) => `"L-${createHash('sha256').update(content).digest('base64url').slice(0, 22)}"`;
 
 const VERSIONED = /^"(\d{1,15})-[\w-]+"$/;
 

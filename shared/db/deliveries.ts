@@ -30,6 +30,24 @@ export type TakeLimits = {
   leaseMs: number;
 };
 
+/**
+ * The places the worker has left per endpoint it holds deliveries of, as a table b (endpoint_id, n)
+ * to join to what may be taken (an endpoint not in it has `perEndpoint`): takeDeliveries and the
+ * relay's take (shared/db/outbox.ts) bound themselves alike.
+ */
+export function placesLeft(t: Pick<TakeLimits, 'endpoints'>) {
+  const places = [...t.endpoints];
+  return sql.fragment`unnest(${sql.array(places.map(([id]) => id), 'uuid')}::uuid[], ${sql.array(places.map(([, n]) => n), 'int4')}::int[])
+                      AS b (endpoint_id, n)`;
+}
+
+/** The hourly cap reserved for the deliveries a relation `asked` (conta_id, n) counts per account. */
+export function reserveFor(asked: string) {
+  const from = sql.identifier([asked]);
+  return sql.fragment`reservar_entregas_webhook(
+    (SELECT array_agg(conta_id ORDER BY conta_id) FROM ${from}), (SELECT array_agg(n ORDER BY conta_id) FROM ${from}))`;
+}
+
 export const TakenDelivery = z.object({
   conta_id: z.string(),
   id: z.string(),
@@ -61,7 +79,6 @@ export type TakenDelivery = z.infer<typeof TakenDelivery>;
  */
 export async function takeDeliveries(db: Db, t: TakeLimits): Promise<readonly TakenDelivery[]> {
   const full = [...t.endpoints].filter(([, n]) => n <= 0).map(([id]) => id);
-  const partial = [...t.endpoints].filter(([, n]) => n > 0);
   return db.any(sql.prepared('take_deliveries', TakenDelivery)`
     WITH due AS MATERIALIZED (
       SELECT d.conta_id, d.id, d.endpoint_id, d.next_attempt_at
@@ -73,10 +90,8 @@ export async function takeDeliveries(db: Db, t: TakeLimits): Promise<readonly Ta
     ), bounded AS MATERIALIZED (
       SELECT b.conta_id, b.id FROM (
         SELECT due.*, row_number() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt_at, due.id) AS nth,
-               coalesce(p.n, ${t.perEndpoint}) AS bound
-          FROM due
-          LEFT JOIN unnest(${sql.array(partial.map(([id]) => id), 'uuid')}::uuid[], ${sql.array(partial.map(([, n]) => n), 'int4')}::int[])
-               AS p (endpoint_id, n) ON p.endpoint_id = due.endpoint_id) b
+               coalesce(b.n, ${t.perEndpoint}) AS bound
+          FROM due LEFT JOIN ${placesLeft(t)} ON b.endpoint_id = due.endpoint_id) b
        WHERE b.nth <= b.bound
        ORDER BY b.next_attempt_at, b.id
        LIMIT ${t.limit}
@@ -94,9 +109,7 @@ export async function takeDeliveries(db: Db, t: TakeLimits): Promise<readonly Ta
     ), wanted AS (
       SELECT conta_id, count(*)::int AS n FROM chosen WHERE ativo GROUP BY conta_id
     ), granted AS MATERIALIZED (
-      SELECT * FROM reservar_entregas_webhook(
-        (SELECT array_agg(conta_id ORDER BY conta_id) FROM wanted),
-        (SELECT array_agg(n ORDER BY conta_id) FROM wanted))
+      SELECT * FROM ${reserveFor('wanted')}
     ), decided AS MATERIALIZED (
       SELECT c.conta_id, c.id, c.endpoint_id, c.event_id,
              CASE WHEN NOT c.ativo THEN 'closed'

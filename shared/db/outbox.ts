@@ -3,7 +3,7 @@
 // and whose creator holds the type's permission; webhook.teste goes only to its own endpoint.
 import { z } from 'zod';
 import { TIPOS_DE_EVENTO } from '../domain/eventos.ts';
-import { CHANNEL_DUE, TakenDelivery, type TakeLimits } from './deliveries.ts';
+import { CHANNEL_DUE, placesLeft, reserveFor, TakenDelivery, type TakeLimits } from './deliveries.ts';
 import { sql, type Db } from './pool.ts';
 
 // Only one relay runs at a time across all workers: events of an account are relayed in the order
@@ -105,7 +105,6 @@ const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries:
  */
 export async function relayOutbox(db: Db, limit: number, take?: TakeLimits): Promise<z.infer<typeof Relayed>> {
   const bounds = take ?? { limit: 0, perEndpoint: 0, endpoints: new Map<string, number>(), leaseMs: 0 };
-  const partial = [...bounds.endpoints];
   // A named prepared statement: planned once per connection (it was planned at every pass, as long
   // as it ran).
   return db.one(sql.prepared('relay_outbox', Relayed)`
@@ -130,15 +129,13 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits): Pro
       SELECT x.*, row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.seq) AS nth,
              coalesce(b.n, ${bounds.perEndpoint}) AS bound
         FROM (${destinos(sql.fragment`ready`)}) x
-        LEFT JOIN unnest(${sql.array(partial.map(([id]) => id), 'uuid')}::uuid[], ${sql.array(partial.map(([, n]) => n), 'int4')}::int[])
-             AS b (endpoint_id, n) ON b.endpoint_id = x.endpoint_id
+        LEFT JOIN ${placesLeft(bounds)} ON b.endpoint_id = x.endpoint_id
     ), wanted AS MATERIALIZED (
       SELECT conta_id, event_id, endpoint_id FROM dest WHERE nth <= bound ORDER BY seq, endpoint_id LIMIT ${bounds.limit}
     ), asked AS (
       SELECT conta_id, count(*)::int AS n FROM wanted GROUP BY conta_id
     ), granted AS MATERIALIZED (
-      SELECT * FROM reservar_entregas_webhook(
-        (SELECT array_agg(conta_id ORDER BY conta_id) FROM asked), (SELECT array_agg(n ORDER BY conta_id) FROM asked))
+      SELECT * FROM ${reserveFor('asked')}
     ), decided AS MATERIALIZED (
       SELECT d.conta_id, d.event_id, d.endpoint_id, d.seq,
              w.event_id IS NOT NULL

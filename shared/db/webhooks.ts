@@ -73,7 +73,8 @@ const Disabled = Endpoint.extend({ email: z.string(), nome: z.string() });
 /**
  * Disables endpoints (falhas_5_dias only when the run of failures is really that old) and fails
  * their deliveries that wait for a later attempt; a delivery a worker holds now is closed by the
- * next worker that takes it, if its attempt does not end it. The creator is e-mailed when the receiver or its failures caused it.
+ * next worker that takes it, if its attempt does not end it. The creator is e-mailed when the
+ * receiver or its failures caused it.
  */
 export async function desativarEndpoints(
   tx: Tx,

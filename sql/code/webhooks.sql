@@ -31,8 +31,8 @@ CREATE TRIGGER webhook_endpoints_limite BEFORE INSERT OR UPDATE OF ativo ON webh
 -- how many each got, in one statement: the hour's row of each account is inserted or, when it
 -- exists, locked and added to, in account order (so two workers reserving for the same accounts
 -- never deadlock), and each row keeps what this reservation granted (ultima_reserva), which is what
--- RETURNING can read. The worker calls it in the statement that takes deliveries and records their
--- attempts' start (shared/db/deliveries.ts), which commits durably for the attempts' sake.
+-- RETURNING can read. The worker calls it in the statements that take deliveries and record their
+-- attempts' start (takeDeliveries and relayOutbox), which commit durably for the attempts' sake.
 CREATE FUNCTION reservar_entregas_webhook(p_contas uuid[], p_quantidades int[])
 RETURNS TABLE (conta_id uuid, concedidas int)
 LANGUAGE plpgsql AS $$
