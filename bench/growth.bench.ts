@@ -1,16 +1,15 @@
-// Growth (issue 21, item 1): the request log and the outbox filled to tens of millions of rows, as
-// 30 days at a few hundred requests a second leave them. Admission (GET /v1/saude) and stock
-// movements are measured through a real web process on the empty tables and again on the full ones;
-// then one day's purge: the request log's by dropping its day's partition, against the same day's
-// rows deleted in batches from an unpartitioned copy (what retention did before), and the outbox's
-// (still deleted in batches). While each purge runs, a probe inserts a request log row every
-// millisecond and notes the longest wait. Figures are reported, never asserted.
+// Growth (issue 21, item 1): the request log and the archive of events filled to tens of millions
+// of rows, as 30 days at a few hundred requests a second leave them. Admission (GET /v1/saude) and
+// stock movements are measured through a real web process on the empty tables and again on the full
+// ones; then one day's purge of each: by dropping its day's partitions, against the same day's rows
+// deleted in batches from an unpartitioned copy (what retention did before). While each purge runs,
+// a probe inserts a request log row every millisecond and notes the longest wait. Figures are
+// reported, never asserted.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { z } from 'zod';
-import { removerParticoesExpiradas } from '../shared/db/particoes.ts';
+import { ARCHIVE_TABLES, removerParticoesExpiradas } from '../shared/db/particoes.ts';
 import { createDatabasePool, sql, type Pool } from '../shared/db/pool.ts';
-import { purge } from '../shared/db/retention.ts';
 import { criarProdutoCompleto, definirSaldo } from '../test/helpers/catalogo.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
 import { benchDatabase, cpuCell, load, procfileNodeArgs, spawnServer, writeSection, writtenMark, writtenSince, type LoadResult } from './lib.ts';
@@ -98,9 +97,10 @@ async function measure(): Promise<{ empty: Pair; full: Pair }> {
 
 const Sizes = z.object({ request_log: z.number(), outbox: z.number(), log_mb: z.number(), outbox_mb: z.number() });
 const sizes = () => pool.one(sql.type(Sizes)`
-  SELECT (SELECT count(*) FROM request_log)::int AS request_log, (SELECT count(*) FROM outbox)::int AS outbox,
+  SELECT (SELECT count(*) FROM request_log)::int AS request_log, (SELECT count(*) FROM eventos)::int AS outbox,
          (SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0) FROM pg_inherits WHERE inhparent = 'request_log'::regclass)::float8 / 1048576 AS log_mb,
-         pg_total_relation_size('outbox')::float8 / 1048576 AS outbox_mb`);
+         ((SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0) FROM pg_inherits WHERE inhparent = 'outbox_archive'::regclass)
+           + pg_total_relation_size('outbox'))::float8 / 1048576 AS outbox_mb`);
 
 const emptySizes = await sizes();
 
@@ -114,6 +114,7 @@ const perDayOutbox = Math.floor(OUTBOX_ROWS / DAYS);
 const contas = sql.array(accounts.map((a) => a.contaId), 'uuid');
 for (let ago = DAYS; ago >= 1; ago--) {
   await pool.query(sql.unsafe`SELECT particao_do_dia('request_log', ${day(ago)})`);
+  for (const tabela of ARCHIVE_TABLES) await pool.query(sql.unsafe`SELECT particao_do_dia(${tabela}, ${day(ago)})`);
   await pool.query(sql.unsafe`
     INSERT INTO request_log (requisicao_id, conta_id, chave_id, method, route, path, status, codigo, cost, duration_ms, ip, created_at)
     SELECT (lpad(to_hex((extract(epoch FROM t) * 1000)::bigint), 12, '0') || '7' || substr(h, 1, 3) || '8' || substr(h, 4, 15))::uuid,
@@ -122,11 +123,11 @@ for (let ago = DAYS; ago >= 1; ago--) {
            LATERAL (SELECT (${day(ago)})::timestamp AT TIME ZONE 'UTC' + (g::float8 / ${perDayLog}) * interval '1 day' AS t,
                            md5(g::text || ${ago}::text) AS h) x`);
   await pool.query(sql.unsafe`
-    INSERT INTO outbox (conta_id, id, tipo, dados, available_at, relayed_at, criado_em)
-    SELECT (${contas}::uuid[])[1 + g % ${ACCOUNTS}], gen_random_uuid(), 'cotacao.criada',
-           jsonb_build_object('objeto', 'cotacao', 'id', gen_random_uuid(), 'codigo', 'COT-' || g, 'status', 'enviada'), t, t, t
+    INSERT INTO outbox_archive (conta_id, id, seq, tipo, dados, available_at, relayed_at, criado_em, encerrado_em)
+    SELECT (${contas}::uuid[])[1 + g % ${ACCOUNTS}], gen_random_uuid(), g, 'cotacao.criada',
+           jsonb_build_object('objeto', 'cotacao', 'id', gen_random_uuid(), 'codigo', 'COT-' || g, 'status', 'enviada'), t, t, t, t
       FROM generate_series(1, ${perDayOutbox}) g,
-           LATERAL (SELECT now() - make_interval(days => ${ago}) - (g::float8 / ${perDayOutbox}) * interval '1 day' AS t) x`);
+           LATERAL (SELECT (${day(ago)})::timestamp AT TIME ZONE 'UTC' + (g::float8 / ${perDayOutbox}) * interval '1 day' AS t) x`);
   if (ago % 5 === 0) log(`  ${DAYS - ago + 1} of ${DAYS} days filled`);
 }
 const fullSizes = await sizes();
@@ -188,12 +189,35 @@ const dropped = await probed(() => removerParticoesExpiradas(pool, 'request_log'
 const droppedWal = await writtenSince(db.url, mark, 1);
 log(`partition drop of one day (${dropped.result.join(', ')}): ${Math.round(dropped.ms)} ms, WAL ${Math.round(droppedWal.walBytes / 1024)} KB; longest insert meanwhile ${dropped.longestInsertMs.toFixed(1)} ms`);
 
-// The outbox keeps deleting in batches (docs/scaling.md says why): one day's events past the 30 days.
+// The events' archive, likewise: one day's partitions dropped, against the same day's events deleted
+// 1,000 at a time from an unpartitioned copy (the outbox's retention before the archive).
+await pool.query(sql.unsafe`CREATE TABLE outbox_heap (LIKE outbox_archive INCLUDING ALL)`);
+await pool.query(sql.unsafe`INSERT INTO outbox_heap SELECT * FROM outbox_archive
+  WHERE encerrado_em >= (${day(DAYS - 1)})::timestamp AT TIME ZONE 'UTC' AND encerrado_em < (${day(DAYS - 3)})::timestamp AT TIME ZONE 'UTC' ORDER BY encerrado_em`);
+await pool.query(sql.unsafe`VACUUM ANALYZE outbox_heap`);
 await pool.query(sql.unsafe`CHECKPOINT`);
 mark = await writtenMark(db.url);
-const outboxPurge = await probed(() => purge(pool, 'outbox'));
-const outboxWal = await writtenSince(db.url, mark, 1);
-log(`outbox purge of one day (${outboxPurge.result} events) in batches: ${Math.round(outboxPurge.ms)} ms, WAL ${Math.round(outboxWal.walBytes / 1048576)} MB`);
+const outboxDeleted = await probed(async () => {
+  let total = 0;
+  for (;;) {
+    const r = await pool.query(sql.unsafe`
+      DELETE FROM outbox_heap WHERE (conta_id, id) IN (
+        SELECT conta_id, id FROM outbox_heap WHERE encerrado_em < (${day(DAYS - 2)})::timestamp AT TIME ZONE 'UTC' LIMIT 1000 FOR UPDATE SKIP LOCKED)`);
+    total += r.rowCount;
+    if (r.rowCount < 1000) return total;
+  }
+});
+const outboxDeletedWal = await writtenSince(db.url, mark, 1);
+log(`events DELETE of one day (${outboxDeleted.result}) in batches: ${Math.round(outboxDeleted.ms)} ms, WAL ${Math.round(outboxDeletedWal.walBytes / 1048576)} MB`);
+await pool.query(sql.unsafe`CHECKPOINT`);
+mark = await writtenMark(db.url);
+const outboxDropped = await probed(async () => {
+  const names: string[] = [];
+  for (const tabela of ARCHIVE_TABLES) names.push(...(await removerParticoesExpiradas(pool, tabela, DAYS - 1)));
+  return names;
+});
+const outboxDroppedWal = await writtenSince(db.url, mark, 1);
+log(`archive partitions drop of one day (${outboxDropped.result.join(', ')}): ${Math.round(outboxDropped.ms)} ms, WAL ${Math.round(outboxDroppedWal.walBytes / 1024)} KB`);
 
 await server.stop();
 await emptyServer.stop();
@@ -204,12 +228,12 @@ await db.stop();
 const ratio = (a: number, b: number) => (b ? (a / b).toFixed(2) : '?');
 const row = (name: string, e: LoadResult, f: LoadResult) =>
   `| ${name} | ${e.rps} | ${f.rps} | **${ratio(f.rps, e.rps)}** | ${e.p99} / ${f.p99} | ${cpuCell(e)} / ${cpuCell(f)} |`;
-await writeSection('growth', `## Growth: the request log and the outbox at tens of millions of rows (issue 21)
+await writeSection('growth', `## Growth: the request log and the events' archive at tens of millions of rows (issue 21)
 
 One web process (Procfile flags, DB_POOL_SIZE 10), ${ACCOUNTS} accounts, 50 connections, ${SECONDS} s per run after 2 s of
 warm-up, PostgreSQL embedded on the same machine. The same service on two databases of that server, one empty and one full,
 each load run on both in turn ${ROUNDS} times and the median run of each shown. "Full" is ${fullSizes.request_log.toLocaleString('en-US')} request log rows (${Math.round(fullSizes.log_mb).toLocaleString('en-US')} MB with
-indexes, ${DAYS} daily partitions of ${perDayLog.toLocaleString('en-US')}) and ${fullSizes.outbox.toLocaleString('en-US')} events (${Math.round(fullSizes.outbox_mb).toLocaleString('en-US')} MB): a month at about
+indexes, ${DAYS} daily partitions of ${perDayLog.toLocaleString('en-US')}) and ${fullSizes.outbox.toLocaleString('en-US')} archived events (${Math.round(fullSizes.outbox_mb).toLocaleString('en-US')} MB, ${DAYS} daily partitions): a month at about
 ${Math.round(perDayLog / 86_400)} requests/s (a day at 500 requests/s is 43 million rows; what matters here is the tables' size); "empty" is the other database, as the full one was before its fill (${emptySizes.request_log} log rows,
 ${emptySizes.outbox} events). Both after VACUUM ANALYZE and a checkpoint. Goal: full within 10 % of empty.
 
@@ -225,7 +249,8 @@ on its own connection (the longest of its inserts says what the purge held up):
 | --- | ---: | ---: | ---: | ---: |
 | request log, partition dropped (\`particoes_expiradas_remover\`) | ${perDayLog.toLocaleString('en-US')} | ${Math.round(dropped.ms)} ms | ${Math.round(droppedWal.walBytes / 1024)} KB | ${dropped.longestInsertMs.toFixed(1)} ms (${dropped.inserts} inserts) |
 | request log, the same day's rows deleted 5,000 at a time from an unpartitioned copy (the retention before) | ${deleted.result.toLocaleString('en-US')} | ${Math.round(deleted.ms).toLocaleString('en-US')} ms | ${Math.round(deletedWal.walBytes / 1048576)} MB | ${deleted.longestInsertMs.toFixed(1)} ms (${deleted.inserts} inserts) |
-| outbox, one day's events deleted 1,000 at a time (\`purge('outbox')\`) | ${outboxPurge.result.toLocaleString('en-US')} | ${Math.round(outboxPurge.ms).toLocaleString('en-US')} ms | ${Math.round(outboxWal.walBytes / 1048576)} MB | ${outboxPurge.longestInsertMs.toFixed(1)} ms |
+| events' archive, one day's partitions dropped (three tables, the day's deliveries and attempts partitions empty here) | ${perDayOutbox.toLocaleString('en-US')} | ${Math.round(outboxDropped.ms)} ms | ${Math.round(outboxDroppedWal.walBytes / 1024)} KB | ${outboxDropped.longestInsertMs.toFixed(1)} ms (${outboxDropped.inserts} inserts) |
+| events, the same day's rows deleted 1,000 at a time from an unpartitioned copy (the outbox's retention before the archive) | ${outboxDeleted.result.toLocaleString('en-US')} | ${Math.round(outboxDeleted.ms).toLocaleString('en-US')} ms | ${Math.round(outboxDeletedWal.walBytes / 1048576)} MB | ${outboxDeleted.longestInsertMs.toFixed(1)} ms (${outboxDeleted.inserts} inserts) |
 
 - Dropping a partition takes the parent's lock for the length of a catalog change, waiting at most
   2 s for it (\`lock_timeout\`; a drop that would wait longer is left to the next run); the DELETE

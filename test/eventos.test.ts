@@ -9,6 +9,7 @@ import { criarChave } from '../shared/db/chaves.ts';
 import { criarUsuario } from '../shared/db/contas.ts';
 import { freePort } from '../shared/db/embedded.ts';
 import { sql } from '../shared/db/pool.ts';
+import { archiveEnded, FROM_THE_START } from '../shared/db/archive.ts';
 import { purge, RETENTION } from '../shared/db/retention.ts';
 import { criarEndpoint } from '../shared/db/webhooks.ts';
 import { DESCRICAO_ESCOPO, PERMISSOES, type Escopo, type Permissao } from '../shared/domain/acesso.ts';
@@ -446,6 +447,12 @@ test('scopes: eventos:ler reads the log and the attempts, eventos:reenviar redel
   assert.is(documento.paths['/eventos/{id}/reenviar'].post['x-escopo'], 'eventos:reenviar');
 });
 
+/** What the worker's maintenance does to events: archives what has ended, and purges the archive's expired rows. */
+async function archiveAndPurge(): Promise<void> {
+  await archiveEnded(db(), FROM_THE_START);
+  await purge(db(), 'outbox_archive');
+}
+
 test(`events are kept as long as the outbox keeps them (${RETENTION.outboxDays} days), and the reference says so`, async () => {
   const conta = await createAccount(db());
   const velho = await cotacaoAprovada(conta.contaId);
@@ -453,7 +460,7 @@ test(`events are kept as long as the outbox keeps them (${RETENTION.outboxDays} 
   await relayed(velho, recente);
   await db().query(sql.unsafe`UPDATE outbox SET relayed_at = now() - make_interval(days => ${RETENTION.outboxDays} + 1) WHERE id = ${velho}`);
   await db().query(sql.unsafe`UPDATE outbox SET relayed_at = now() - make_interval(days => ${RETENTION.outboxDays} - 1) WHERE id = ${recente}`);
-  await purge(db(), 'outbox');
+  await archiveAndPurge();
   assert.is((await api(conta.token).get(`/eventos/${velho}`)).status, 404);
   assert.is((await api(conta.token).get(`/eventos/${recente}`)).status, 200);
   assert.equal((await allPages(conta.token, '/eventos')).map((e) => e.id), [recente]);

@@ -26,10 +26,11 @@ test.after(() => app.stop());
 const Names = z.object({ nomes: z.array(z.string()) });
 const Count = z.object({ n: z.number() });
 
-/** The partitions of request_log, by name. */
+/** The partitions of every table partitioned by day (request_log and the webhook pipeline's archive), by name. */
 const particoes = () => app.db.pool.oneFirst(sql.type(Names)`
   SELECT coalesce(array_agg(c.relname::text ORDER BY c.relname), '{}') AS nomes
-    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'request_log'::regclass`);
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+   WHERE i.inhparent IN (SELECT t.tabela::regclass FROM tabelas_por_dia() t)`);
 
 /** The name of the partition `dias` days from today (UTC). */
 const dia = (dias: number) => `request_log_${new Date(Date.now() + dias * 86_400_000).toISOString().slice(0, 10).replaceAll('-', '')}`;

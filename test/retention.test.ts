@@ -14,12 +14,13 @@ import { createBoss } from '../shared/boss.ts';
 import { projectRoot } from '../shared/config.ts';
 import { sql, type Db } from '../shared/db/pool.ts';
 import { createLogger } from '../shared/log.ts';
+import { archiveEnded, FROM_THE_START } from '../shared/db/archive.ts';
 import { purge } from '../shared/db/retention.ts';
 import { idempotencyPurge } from '../worker/jobs/idempotency.ts';
 import { jobs } from '../worker/jobs/index.ts';
 import { requestLogRetention } from '../worker/jobs/retention.ts';
 import type { AnyJob, WorkerDeps } from '../worker/jobs/types.ts';
-import { webhookMaintenance } from '../worker/jobs/webhook-maintenance.ts';
+import { restartArchiveScan, webhookMaintenance } from '../worker/jobs/webhook-maintenance.ts';
 import { testConfig } from './helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
@@ -35,7 +36,12 @@ let endpointId: string;
 
 const N = z.object({ n: z.number() });
 const count = (db: Db, from: ReturnType<typeof sql.fragment>) => db.oneFirst(sql.type(N)`SELECT count(*)::int AS n FROM ${from}`);
-const run = (job: AnyJob) => job.handler([], deps);
+const run = (job: AnyJob) => {
+  // Each test plants events relayed long ago: the maintenance's scan of relayed events starts over,
+  // as in a new worker process.
+  restartArchiveScan();
+  return job.handler([], deps);
+};
 
 // A test-only trigger on each purged table records how many rows every DELETE statement took and
 // in which transaction; while the test holds PAUSE, a statement waits inside its transaction.
@@ -67,7 +73,8 @@ test.before(async () => {
 });
 // Every test starts from empty tables, whatever the previous one left.
 test.before.each(async () => {
-  await db.pool.query(sql.unsafe`TRUNCATE request_log, idempotency_keys, webhook_uso_por_hora, outbox, deliveries, delivery_attempts, suspensoes, purge_probe`);
+  await db.pool.query(sql.unsafe`TRUNCATE request_log, idempotency_keys, webhook_uso_por_hora, outbox, deliveries, delivery_attempts, suspensoes, purge_probe,
+                                     outbox_archive, deliveries_archive, delivery_attempts_archive`);
 });
 test.after(async () => {
   await boss.stop({ graceful: false });
@@ -156,7 +163,7 @@ test('suspensions of keys are kept 30 days from their start', async () => {
   assert.equal(left, ['rajada']);
 });
 
-test('events are kept 30 days after their relay with their deliveries and attempts; a pending or recently finished delivery keeps its event', async () => {
+test('events are kept 30 days after their relay and their last delivery\'s end, with their deliveries and attempts, archived or not; a pending or recently finished delivery keeps its event', async () => {
   const old = (relayedAgo: string | null, criadoAgo?: string) => plantEvents(db.pool, account.contaId, { relayedAgo, criadoAgo });
   const finished = async (eventIds: string[], status: 'succeeded' | 'failed', completedAgo: string) =>
     plantDeliveries(db.pool, { contaId: account.contaId, endpointId, eventIds, status, completedAgo, createdAgo: '32 days',
@@ -176,11 +183,15 @@ test('events are kept 30 days after their relay with their deliveries and attemp
   await finished(replayed, 'succeeded', '2 days');
 
   await run(webhookMaintenance);
-  const left = await db.pool.anyFirst(sql.type(z.object({ id: z.string() }))`SELECT id FROM outbox ORDER BY id`);
+  const left = await db.pool.anyFirst(sql.type(z.object({ id: z.string() }))`SELECT id FROM eventos ORDER BY id`);
   const name = new Map(Object.entries({ due, withoutDeliveries, young, retrying, neverRelayed, replayed }).map(([k, [id]]) => [id, k]));
   assert.equal(left.map((id) => name.get(id)).sort(), ['neverRelayed', 'replayed', 'retrying', 'young']);
-  assert.is(await count(db.pool, sql.fragment`deliveries WHERE event_id = ${due[0] ?? ''}`), 0, 'its deliveries went with it');
-  assert.is(await count(db.pool, sql.fragment`delivery_attempts`), 2 + 1 + 2, 'and their attempts: young, retrying and replayed keep theirs');
+  assert.is(await count(db.pool, sql.fragment`entregas WHERE event_id = ${due[0] ?? ''}`), 0, 'its deliveries went with it');
+  assert.is(await count(db.pool, sql.fragment`tentativas_de_entrega`), 2 + 1 + 2, 'and their attempts: young, retrying and replayed keep theirs');
+  // What ended left the working tables; what goes on stays there.
+  assert.equal(await db.pool.anyFirst(sql.type(z.object({ id: z.string() }))`SELECT id FROM outbox ORDER BY id`),
+    [...neverRelayed, ...retrying].sort());
+  assert.is(await count(db.pool, sql.fragment`outbox_archive`), 2, 'young and replayed are archived');
 });
 
 test('hourly delivery counters are kept 2 days', async () => {
@@ -226,7 +237,7 @@ for (const [table, plant, job] of [
   });
 }
 
-test('outbox: a backlog of 12,000 due events goes with their deliveries and attempts, at most 1,000 events to a transaction', async () => {
+test('outbox: a backlog of 12,000 ended events leaves the working tables with their deliveries and attempts, at most 1,000 events to a transaction, and the archive\'s expired rows go', async () => {
   const events = await plantEvents(db.pool, account.contaId, { count: 12_000, relayedAgo: '31 days' });
   await plantDeliveries(db.pool, { contaId: account.contaId, endpointId, eventIds: events, status: 'succeeded', completedAgo: '31 days',
     attempts: [{ ago: '31 days', status: 200 }] });
@@ -237,15 +248,20 @@ test('outbox: a backlog of 12,000 due events goes with their deliveries and atte
   assert.ok((await batches('delivery_attempts')).every((n) => n <= 1_000), 'attempts go in the same short transactions');
   assert.is(await count(db.pool, sql.fragment`outbox`), 0);
   assert.is(await count(db.pool, sql.fragment`delivery_attempts`), 0);
+  assert.is(await count(db.pool, sql.fragment`eventos`), 0, 'and expired in the archive');
+  assert.is(await count(db.pool, sql.fragment`tentativas_de_entrega`), 0);
 });
 
-test('two workers purging at once: every row past its retention goes once, by one of them, and neither fails', async () => {
+test('two workers archiving and purging at once: every row moves or goes once, by one of them, and neither fails', async () => {
   const events = await plantEvents(db.pool, account.contaId, { count: 3_000, relayedAgo: '31 days' });
   await plantDeliveries(db.pool, { contaId: account.contaId, endpointId, eventIds: events, status: 'succeeded', completedAgo: '31 days',
     attempts: [{ ago: '31 days', status: 200 }] });
   await plantRequests(db.pool, { contaId: account.contaId, count: 12_000, ago: '31 days' });
-  const [a, b] = await Promise.all([purge(db.pool, 'outbox'), purge(db.pool, 'outbox')]);
-  assert.is(a + b, 3_000, `${a} + ${b} events deleted`);
+  const [a, b] = await Promise.all([archiveEnded(db.pool, FROM_THE_START), archiveEnded(db.pool, FROM_THE_START)]);
+  assert.is(a.events + b.events, 3_000, `${a.events} + ${b.events} events archived`);
+  assert.is(await count(db.pool, sql.fragment`outbox_archive`), 3_000, 'each once');
+  const [e, f] = await Promise.all([purge(db.pool, 'outbox_archive'), purge(db.pool, 'outbox_archive')]);
+  assert.is(e + f, 3_000, `${e} + ${f} archived events deleted`);
   const [c, d] = await Promise.all([purge(db.pool, 'request_log'), purge(db.pool, 'request_log')]);
   assert.is(c + d, 12_000, `${c} + ${d} request log rows deleted`);
   assert.is(await count(db.pool, sql.fragment`outbox`), 0);

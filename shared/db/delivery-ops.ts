@@ -1,7 +1,8 @@
 // What operators ask about deliveries: listings with the last attempt, the attempts of one
-// delivery, failures since a time, and replays. Replayed deliveries become due at once; the
+// delivery, failures since a time (archived or not: the views of sql/code/archive.sql), and replays. Replayed deliveries become due at once; the
 // workers, woken by a notification, take them.
 import { z } from 'zod';
+import { restoreFailedSince } from './archive.ts';
 import { CHANNEL_DUE } from './deliveries.ts';
 import { sql, type Db } from './pool.ts';
 
@@ -26,11 +27,11 @@ const resumo = sql.fragment`
   SELECT d.id, d.conta_id, d.event_id, o.tipo, d.endpoint_id, e.url, d.status, d.attempts, d.next_attempt_at,
          d.created_at, d.completed_at, a.response_status AS last_response_status,
          coalesce(a.error, d.last_error) AS last_error
-    FROM deliveries d
-    JOIN outbox o ON o.conta_id = d.conta_id AND o.id = d.event_id
+    FROM entregas d
+    JOIN eventos o ON o.conta_id = d.conta_id AND o.id = d.event_id
     JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
     LEFT JOIN LATERAL (
-      SELECT response_status, error FROM delivery_attempts
+      SELECT response_status, error FROM tentativas_de_entrega
        WHERE conta_id = d.conta_id AND delivery_id = d.id ORDER BY attempt DESC LIMIT 1) a ON true`;
 
 export async function listarEntregas(
@@ -74,12 +75,17 @@ export const Tentativa = z.object({
 export async function listarTentativas(db: Db, contaId: string, deliveryId: string): Promise<readonly z.infer<typeof Tentativa>[]> {
   return db.any(sql.type(Tentativa)`
     SELECT attempt, started_at, duration_ms, succeeded, response_status, response_body, error
-      FROM delivery_attempts WHERE conta_id = ${contaId} AND delivery_id = ${deliveryId} ORDER BY attempt`);
+      FROM tentativas_de_entrega WHERE conta_id = ${contaId} AND delivery_id = ${deliveryId} ORDER BY attempt`);
 }
 
-/** Every failed delivery since a time (of one account or all) is due again, with a fresh schedule. */
-export async function reenviarFalhas(db: Db, filtro: { desde: Date; contaId?: string }): Promise<number> {
-  const result = await db.query(sql.typeAlias('void')`
+/**
+ * Every failed delivery since a time (of one account or all) is due again, with a fresh schedule;
+ * archived ones come back to the working tables with their events first (restoreFailedSince), in
+ * the caller's transaction.
+ */
+export async function reenviarFalhas(tx: Db, filtro: { desde: Date; contaId?: string }): Promise<number> {
+  await restoreFailedSince(tx, filtro);
+  const result = await tx.query(sql.typeAlias('void')`
     UPDATE deliveries
        SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
      WHERE status = 'failed' AND completed_at >= ${sql.timestamp(filtro.desde)}

@@ -1,7 +1,8 @@
 // The event log of the API (GET /eventos and below): an account's relayed events as the key's
 // creator would receive them at an endpoint (outbox.ts's rule), every delivery attempt of one, and
 // its deliveries to the endpoints that receive it now (what a redelivery scheduled). Only relayed
-// events: until then a grouped event still changes, and nobody has been sent it.
+// events: until then a grouped event still changes, and nobody has been sent it. History is read
+// through the views over the working tables and their archive (sql/code/archive.sql).
 import { z } from 'zod';
 import { destinosDoEvento, tiposQueRecebe } from './outbox.ts';
 import { pageClauses, type Posicao } from './paging.ts';
@@ -26,7 +27,7 @@ const visiveis = (leitor: Leitor) => sql.fragment`
 
 /** One event the reader may see, or null (another account's, not relayed yet, purged, or of a type not theirs). */
 export async function lerEvento(db: Db, leitor: Leitor, id: string): Promise<EventoRow | null> {
-  return db.maybeOne(sql.type(EventoRow)`SELECT ${colunas} FROM outbox o WHERE o.id = ${id} AND ${visiveis(leitor)}`);
+  return db.maybeOne(sql.type(EventoRow)`SELECT ${colunas} FROM eventos o WHERE o.id = ${id} AND ${visiveis(leitor)}`);
 }
 
 const EventoPageRow = EventoRow.extend({ cursor_ts: z.string() });
@@ -43,7 +44,7 @@ export async function listarEventos(db: Db, leitor: Leitor, filtro: FiltroEvento
   ];
   return db.any(sql.type(EventoPageRow)`
     SELECT ${colunas}, ${page.cursorColumn}
-      FROM outbox o
+      FROM eventos o
      WHERE ${visiveis(leitor)} AND ${sql.join(filtros, sql.fragment` AND `)} AND ${page.where}
      ${page.orderLimit}`);
 }
@@ -70,8 +71,8 @@ const EM_ANDAMENTO = 'em andamento: a requisição saiu e a resposta ainda não 
 // instant keep one order across pages.
 const idDaTentativa = sql.fragment`overlay(overlay(md5(a.delivery_id::text || ':' || a.attempt) PLACING '4' FROM 13) PLACING '8' FROM 17)::uuid`;
 const tentativasDoEvento = (contaId: string, eventoId: string) => sql.fragment`
-  FROM deliveries d
-  JOIN delivery_attempts a ON a.conta_id = d.conta_id AND a.delivery_id = d.id
+  FROM entregas d
+  JOIN tentativas_de_entrega a ON a.conta_id = d.conta_id AND a.delivery_id = d.id
   JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
  WHERE d.conta_id = ${contaId} AND d.event_id = ${eventoId}`;
 
@@ -124,7 +125,7 @@ export async function entregasAosDestinos(db: Db, contaId: string, eventoId: str
     SELECT d.id, d.endpoint_id, e.descricao AS endpoint_descricao, d.status AS situacao,
            CASE WHEN d.status = 'pending' THEN d.next_attempt_at END AS proxima_tentativa_em
       FROM (${destinosDoEvento(contaId, eventoId, endpointId)}) x
-      JOIN deliveries d ON d.conta_id = x.conta_id AND d.event_id = x.event_id AND d.endpoint_id = x.endpoint_id
+      JOIN entregas d ON d.conta_id = x.conta_id AND d.event_id = x.event_id AND d.endpoint_id = x.endpoint_id
       JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
      ORDER BY d.endpoint_id`);
 }

@@ -3,6 +3,7 @@
 // and whose creator holds the type's permission; webhook.teste goes only to its own endpoint.
 import { z } from 'zod';
 import { TIPOS_DE_EVENTO } from '../domain/eventos.ts';
+import { restoreEvent } from './archive.ts';
 import { CHANNEL_DUE, placesLeft, reserveFor, TakenDelivery, type TakeLimits } from './deliveries.ts';
 import { sql, type Db } from './pool.ts';
 
@@ -66,9 +67,9 @@ function fanOut(source: Fragment, onConflict: Fragment, endpoint?: Fragment) {
     RETURNING conta_id, id, endpoint_id`;
 }
 
-/** One event of the account, as a source of destinos and fanOut. */
+/** One event of the account, archived or not (sql/code/archive.sql), as a source of destinos and fanOut. */
 const oneEvent = (contaId: string, eventId: string) =>
-  sql.fragment`(SELECT conta_id, id, tipo, endpoint_id, seq FROM outbox WHERE conta_id = ${contaId} AND id = ${eventId})`;
+  sql.fragment`(SELECT conta_id, id, tipo, endpoint_id, seq FROM eventos WHERE conta_id = ${contaId} AND id = ${eventId})`;
 /**
  * A delivery the relay took for its worker, as takeDeliveries answers one; its times come as JSON
  * text and are given the form every timestamp leaves the database in (shared/db/pool.ts).
@@ -183,7 +184,8 @@ export const Replayed = z.object({ id: z.string(), endpoint_id: z.string() });
  * one of them), gets a delivery due now with a fresh retry schedule: a new one, or its earlier one
  * back to pending; a delivery already on its way (under a worker's lease) keeps going as it is.
  * The workers take them (the caller notifies them) and the hourly cap counts them like any other
- * delivery. Returns the deliveries made due.
+ * delivery. An archived event comes back to the working tables first, with its deliveries
+ * (restore_event, sql/code/archive.sql), in the same transaction. Returns the deliveries made due.
  */
 export async function replayEvent(
   tx: Db,
@@ -194,11 +196,14 @@ export async function replayEvent(
   const due = sql.fragment`
     DO UPDATE SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
      WHERE NOT (deliveries.status = 'pending' AND deliveries.lease_id IS NOT NULL)`;
-  return tx.any(sql.type(Replayed)`
-    WITH made AS (${fanOut(oneEvent(contaId, eventId), due, oneEndpoint(options.endpointId))})
-    SELECT id, endpoint_id FROM made ORDER BY endpoint_id`);
+  return tx.transaction(async (t) => {
+    await restoreEvent(t, contaId, eventId);
+    return t.any(sql.type(Replayed)`
+      WITH made AS (${fanOut(oneEvent(contaId, eventId), due, oneEndpoint(options.endpointId))})
+      SELECT id, endpoint_id FROM made ORDER BY endpoint_id`);
+  });
 }
 
 export async function eventExists(db: Db, contaId: string, eventId: string): Promise<boolean> {
-  return db.exists(sql.type(z.object({}))`SELECT FROM outbox WHERE conta_id = ${contaId} AND id = ${eventId}`);
+  return db.exists(sql.type(z.object({}))`SELECT FROM eventos WHERE conta_id = ${contaId} AND id = ${eventId}`);
 }

@@ -3,6 +3,12 @@
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 
+/** The webhook pipeline's archive (sql/migrations/0017_arquivo_do_pipeline.sql). */
+export const ARCHIVE_TABLES = ['delivery_attempts_archive', 'deliveries_archive', 'outbox_archive'] as const;
+
+/** The tables partitioned by day (tabelas_por_dia, sql/code/particoes.sql). */
+export type TabelaPorDia = 'request_log' | (typeof ARCHIVE_TABLES)[number];
+
 /** Days ahead the worker keeps partitions made (the release makes today's and tomorrow's). */
 export const DIAS_ADIANTE = 7;
 
@@ -16,7 +22,7 @@ export async function garantirParticoes(db: Db, dias = DIAS_ADIANTE): Promise<nu
  * Each drop waits at most `lockTimeoutMs` for the table's lock: one that would queue behind a long
  * transaction (and the requests behind it) is left to the next run.
  */
-export async function removerParticoesExpiradas(db: Db, tabela: 'request_log', dias: number, lockTimeoutMs = 2_000): Promise<string[]> {
+export async function removerParticoesExpiradas(db: Db, tabela: TabelaPorDia, dias: number, lockTimeoutMs = 2_000): Promise<string[]> {
   return db.transaction(async (tx) => {
     await tx.query(sql.typeAlias('void')`SELECT set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`);
     return tx.oneFirst(sql.type(z.object({ removidas: z.array(z.string()) }))`

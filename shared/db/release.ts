@@ -26,7 +26,7 @@ export const CODE_SCHEMA = 'code';
  * views, SQL-language functions and triggers name (PL/pgSQL bodies are resolved when they run).
  */
 export const CODE_MODULES = [
-  'common', 'particoes', 'eventos', 'contas', 'catalogo', 'estoque', 'cotacoes', 'pedidos', 'webhooks', 'mail',
+  'common', 'particoes', 'eventos', 'contas', 'catalogo', 'estoque', 'cotacoes', 'pedidos', 'webhooks', 'archive', 'mail',
   'idempotency', 'estoque_api', 'admission_rules', 'admission_one', 'admission_many', 'admission', 'operator_views',
 ] as const;
 

@@ -10,7 +10,10 @@ export const RETENTION = {
   idempotencyHours: 24,
   /** The request log, from the request. */
   requestLogDays: 30,
-  /** Events, from their relay and from the end of their last delivery, with their deliveries and attempts. */
+  /**
+   * Events, from their relay and from the end of their last delivery; deliveries and their attempts,
+   * from the delivery's end (the pipeline's archive, shared/db/archive.ts).
+   */
   outboxDays: 30,
   /** Suspensions of keys, from their start (GET /conta and the e-mail read the last 24 hours). */
   suspensoesDays: 30,
@@ -29,15 +32,20 @@ const PURGES = {
     table: 'request_log', key: ['requisicao_id'], batch: 5_000,
     due: sql.fragment`created_at < now() - make_interval(days => ${RETENTION.requestLogDays})`,
   },
-  // An event stays while a delivery of it is pending or ended within the period: an operator's
-  // replay of an old event keeps its new attempts the full period. Deleting an event deletes its
-  // deliveries and their attempts (foreign keys ON DELETE CASCADE), in the same short transaction.
-  outbox: {
-    table: 'outbox', key: ['conta_id', 'id'], batch: 1_000,
-    due: sql.fragment`relayed_at < now() - make_interval(days => ${RETENTION.outboxDays})
-      AND NOT EXISTS (SELECT 1 FROM deliveries d
-                       WHERE d.conta_id = outbox.conta_id AND d.event_id = outbox.id
-                         AND (d.status = 'pending' OR d.completed_at >= now() - make_interval(days => ${RETENTION.outboxDays})))`,
+  // The webhook pipeline's archive: its days are dropped whole (shared/db/particoes.ts); these
+  // delete what its default partitions kept of days past the retention (rows archived after their
+  // day's partition was gone, or before it was made).
+  outbox_archive: {
+    table: 'outbox_archive_padrao', key: ['conta_id', 'id'], batch: 1_000,
+    due: sql.fragment`encerrado_em < now() - make_interval(days => ${RETENTION.outboxDays})`,
+  },
+  deliveries_archive: {
+    table: 'deliveries_archive_padrao', key: ['conta_id', 'id'], batch: 5_000,
+    due: sql.fragment`encerrado_em < now() - make_interval(days => ${RETENTION.outboxDays})`,
+  },
+  delivery_attempts_archive: {
+    table: 'delivery_attempts_archive_padrao', key: ['conta_id', 'delivery_id', 'attempt'], batch: 5_000,
+    due: sql.fragment`encerrado_em < now() - make_interval(days => ${RETENTION.outboxDays})`,
   },
   // Suspensions of keys (what operators read to answer why a key was suspended), from their start.
   suspensoes: {

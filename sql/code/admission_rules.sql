@@ -60,7 +60,7 @@ BEGIN
     WHEN 'cotacoes' THEN RETURN (SELECT row_version FROM cotacoes WHERE conta_id = p_conta_id AND id = p_id);
     WHEN 'pedidos_producao' THEN RETURN (SELECT row_version FROM pedidos_producao WHERE conta_id = p_conta_id AND id = p_id);
     -- An event never changes once listed (relayed): it has one version.
-    WHEN 'outbox' THEN RETURN (SELECT 1::bigint FROM outbox WHERE conta_id = p_conta_id AND id = p_id AND relayed_at IS NOT NULL);
+    WHEN 'outbox' THEN RETURN (SELECT 1::bigint FROM eventos WHERE conta_id = p_conta_id AND id = p_id AND relayed_at IS NOT NULL LIMIT 1);
     -- A movement never changes: version 1 while it exists (in the own location, the one the API shows).
     WHEN 'estoque_movimentos' THEN RETURN (
       SELECT 1::bigint FROM estoque_movimentos m

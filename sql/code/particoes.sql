@@ -1,6 +1,7 @@
 -- History tables partitioned by day (UTC) of their time column (issue 21; docs/scaling.md): the
--- partitions made ahead of time, and retention by dropping whole days. Only request_log so far
--- (sql/migrations/0014_request_log_por_dia.sql).
+-- partitions made ahead of time, and retention by dropping whole days: request_log
+-- (sql/migrations/0014_request_log_por_dia.sql) and the webhook pipeline's archive
+-- (sql/migrations/0017_arquivo_do_pipeline.sql).
 --
 -- Partition names are the table's with the day, request_log_20261125; the bounds are midnight UTC
 -- to midnight UTC. Table and partition names reach EXECUTE only through format('%I'), and only
@@ -9,7 +10,8 @@
 -- The tables partitioned by day and the column each is partitioned by.
 CREATE FUNCTION tabelas_por_dia(OUT tabela text, OUT coluna text) RETURNS SETOF record
 LANGUAGE sql IMMUTABLE AS $$
-  VALUES ('request_log', 'created_at')
+  VALUES ('request_log', 'created_at'), ('outbox_archive', 'encerrado_em'), ('deliveries_archive', 'encerrado_em'),
+         ('delivery_attempts_archive', 'encerrado_em')
 $$;
 
 -- The partition of p_tabela for the day p_dia, made if it is missing; true when this call made it.
