@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { z } from 'zod';
 import { ARCHIVE_TABLES, removerParticoesExpiradas } from '../shared/db/particoes.ts';
+import { inBatches } from '../shared/db/retention.ts';
 import { createDatabasePool, sql, type Pool } from '../shared/db/pool.ts';
 import { criarProdutoCompleto, definirSaldo } from '../test/helpers/catalogo.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
@@ -168,18 +169,10 @@ await pool.query(sql.unsafe`INSERT INTO request_log_heap SELECT * FROM request_l
   WHERE created_at >= (${day(DAYS)})::timestamp AT TIME ZONE 'UTC' AND created_at < (${day(DAYS - 2)})::timestamp AT TIME ZONE 'UTC' ORDER BY created_at`);
 await pool.query(sql.unsafe`VACUUM ANALYZE request_log_heap`);
 await pool.query(sql.unsafe`CHECKPOINT`);
-async function deleteDay(p: Pool): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const r = await p.query(sql.unsafe`
-      DELETE FROM request_log_heap WHERE (requisicao_id, created_at) IN (
-        SELECT requisicao_id, created_at FROM request_log_heap WHERE created_at < (${day(DAYS - 1)})::timestamp AT TIME ZONE 'UTC' LIMIT 5000 FOR UPDATE SKIP LOCKED)`);
-    total += r.rowCount;
-    if (r.rowCount < 5000) return total;
-  }
-}
 let mark = await writtenMark(db.url);
-const deleted = await probed(() => deleteDay(pool));
+const deleted = await probed(() => inBatches(5_000, async (limit) => (await pool.query(sql.unsafe`
+  DELETE FROM request_log_heap WHERE (requisicao_id, created_at) IN (
+    SELECT requisicao_id, created_at FROM request_log_heap WHERE created_at < (${day(DAYS - 1)})::timestamp AT TIME ZONE 'UTC' LIMIT ${limit} FOR UPDATE SKIP LOCKED)`)).rowCount));
 const deletedWal = await writtenSince(db.url, mark, 1);
 log(`DELETE of one day (${deleted.result} rows) in batches: ${Math.round(deleted.ms)} ms, WAL ${Math.round(deletedWal.walBytes / 1048576)} MB; longest insert meanwhile ${deleted.longestInsertMs.toFixed(1)} ms`);
 
@@ -197,16 +190,9 @@ await pool.query(sql.unsafe`INSERT INTO outbox_heap SELECT * FROM outbox_archive
 await pool.query(sql.unsafe`VACUUM ANALYZE outbox_heap`);
 await pool.query(sql.unsafe`CHECKPOINT`);
 mark = await writtenMark(db.url);
-const outboxDeleted = await probed(async () => {
-  let total = 0;
-  for (;;) {
-    const r = await pool.query(sql.unsafe`
-      DELETE FROM outbox_heap WHERE (conta_id, id) IN (
-        SELECT conta_id, id FROM outbox_heap WHERE encerrado_em < (${day(DAYS - 2)})::timestamp AT TIME ZONE 'UTC' LIMIT 1000 FOR UPDATE SKIP LOCKED)`);
-    total += r.rowCount;
-    if (r.rowCount < 1000) return total;
-  }
-});
+const outboxDeleted = await probed(() => inBatches(1_000, async (limit) => (await pool.query(sql.unsafe`
+  DELETE FROM outbox_heap WHERE (conta_id, id) IN (
+    SELECT conta_id, id FROM outbox_heap WHERE encerrado_em < (${day(DAYS - 2)})::timestamp AT TIME ZONE 'UTC' LIMIT ${limit} FOR UPDATE SKIP LOCKED)`)).rowCount));
 const outboxDeletedWal = await writtenSince(db.url, mark, 1);
 log(`events DELETE of one day (${outboxDeleted.result}) in batches: ${Math.round(outboxDeleted.ms)} ms, WAL ${Math.round(outboxDeletedWal.walBytes / 1048576)} MB`);
 await pool.query(sql.unsafe`CHECKPOINT`);
