@@ -10,7 +10,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { archiveEnded, FROM_THE_START } from '../shared/db/archive.ts';
-import { listarEntregas, listarTentativas } from '../shared/db/delivery-ops.ts';
+import { listarEntregas, listarTentativas, notifyDeliveriesDue, reenviarFalhas } from '../shared/db/delivery-ops.ts';
 import { ARCHIVE_TABLES, removerParticoesExpiradas } from '../shared/db/particoes.ts';
 import { sql } from '../shared/db/pool.ts';
 import { RETENTION } from '../shared/db/retention.ts';
@@ -136,6 +136,36 @@ test('a redelivery brings an archived event back and sends it with the same webh
     'its attempts came back with it');
   await archive();
   assert.equal(await lugares(id), [`deliveries_archive_${hoje()}`, `outbox_archive_${hoje()}`], 'and leave again when it has ended');
+});
+
+test('the operator\'s replay of failures since a time brings archived failed deliveries back and sends them again', async () => {
+  const outra = await createAccount(db());
+  await addEndpoint(db(), receiver, { ...outra, path: '/falhou' });
+  receiver.respond((r) => (r.path === '/falhou' ? { status: 500 } : { status: 200 }));
+  let id = '';
+  try {
+    id = await emit(db(), outra.contaId, 'cotacao.aprovada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-000003' });
+    await receiver.waitFor(1, (r) => r.id === id);
+    // Given up after its first attempt (as after its last), between attempts so no worker holds it.
+    await eventually(() => db().query(sql.unsafe`
+      UPDATE deliveries SET status = 'failed', completed_at = now()
+       WHERE event_id = ${id} AND status = 'pending' AND lease_id IS NULL AND attempts = 1`).then((r) => r.rowCount), (n) => n === 1);
+  } finally {
+    receiver.respond(() => ({ status: 200 }));
+  }
+  const desde = new Date(Date.now() - 60_000);
+  await archive();
+  assert.equal(await lugares(id), [`deliveries_archive_${hoje()}`, `outbox_archive_${hoje()}`]);
+  const replayed = await db().transaction(async (tx) => {
+    const n = await reenviarFalhas(tx, { desde, contaId: outra.contaId });
+    await notifyDeliveriesDue(tx);
+    return n;
+  });
+  assert.is(replayed, 1);
+  await receiver.waitFor(2, (r) => r.id === id);
+  await settled(id, 1);
+  assert.equal(await listarTentativas(db(), outra.contaId, (await listarEntregas(db(), { contaId: outra.contaId, eventId: id, limite: 1 }))[0]?.id ?? '')
+    .then((t) => t.map((x) => [x.attempt, x.response_status])), [[1, 500], [2, 200]]);
 });
 
 test('the archiver stands aside while a redelivery restores an event, and moves it once that has committed', async () => {
