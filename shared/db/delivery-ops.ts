@@ -1,6 +1,6 @@
 // What operators ask about deliveries: listings with the last attempt, the attempts of one
-// delivery, failures since a time (archived or not: the views of sql/code/archive.sql), and replays. Replayed deliveries become due at once; the
-// workers, woken by a notification, take them.
+// delivery, failures since a time (archived or not: the views of sql/code/archive.sql), and
+// replays. Replayed deliveries become due at once; the workers, woken by a notification, take them.
 import { z } from 'zod';
 import { restoreFailedSince } from './archive.ts';
 import { CHANNEL_DUE } from './deliveries.ts';
