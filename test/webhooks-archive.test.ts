@@ -16,6 +16,7 @@ import { sql } from '../shared/db/pool.ts';
 import { RETENTION } from '../shared/db/retention.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
+import { plantDeliveries, plantEvents } from './helpers/planted.ts';
 import { client } from './helpers/http.ts';
 import { addEndpoint, emit, eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
 
@@ -166,6 +167,30 @@ test('the operator\'s replay of failures since a time brings archived failed del
   await settled(id, 1);
   assert.equal(await listarTentativas(db(), outra.contaId, (await listarEntregas(db(), { contaId: outra.contaId, eventId: id, limite: 1 }))[0]?.id ?? '')
     .then((t) => t.map((x) => [x.attempt, x.response_status])), [[1, 500], [2, 200]]);
+});
+
+test('the operator\'s replay of failures holds the archiver off while it makes them due, though none is archived', async () => {
+  const outra = await createAccount(db());
+  const endpoint = await addEndpoint(db(), receiver, { ...outra, path: '/falhou-ha-pouco' });
+  const [id = ''] = await plantEvents(db(), outra.contaId, { relayedAgo: '20 minutes' });
+  await plantDeliveries(db(), { contaId: outra.contaId, endpointId: endpoint.id, eventIds: [id], status: 'failed', completedAgo: '10 minutes',
+    attempts: [{ ago: '10 minutes', status: 500 }] });
+  // The archiver's pass runs on a connection of its own while the replay's transaction is open.
+  const archiver = new pg.Client({ connectionString: app.db.url });
+  await archiver.connect();
+  let during: { locked: boolean; deliveries: number } | undefined;
+  try {
+    await db().transaction(async (tx) => {
+      assert.is(await reenviarFalhas(tx, { desde: new Date(Date.now() - 3_600_000), contaId: outra.contaId }), 1);
+      during = (await archiver.query<{ locked: boolean; deliveries: number }>('SELECT * FROM archive_ended_deliveries(now(), 1000)')).rows[0];
+    });
+  } finally {
+    await archiver.end();
+  }
+  assert.equal(during, { locked: false, deliveries: 0, events: 0 }, 'skipped its pass');
+  assert.equal(await lugares(id), ['deliveries', 'outbox'], 'the delivery stays, due again');
+  await notifyDeliveriesDue(db());
+  await receiver.waitFor(1, (r) => r.id === id);
 });
 
 test('the archiver stands aside while a redelivery restores an event, and moves it once that has committed', async () => {

@@ -66,8 +66,13 @@ export async function restoreEvent(tx: Db, contaId: string, eventId: string): Pr
   return tx.oneFirst(sql.type(z.object({ restored: z.boolean() }))`SELECT restore_event(${contaId}, ${eventId}) AS restored`);
 }
 
-/** Brings back every archived event with a delivery that failed since `desde` (of one account or all); how many. */
+/**
+ * Brings back every archived event with a delivery that failed since `desde` (of one account or
+ * all); how many. Holds the archiver off until the caller's transaction ends even when nothing is
+ * archived: a failed delivery still in the working table is not moved while the caller makes it due.
+ */
 export async function restoreFailedSince(tx: Db, filtro: { desde: Date; contaId?: string }): Promise<number> {
+  await tx.query(sql.typeAlias('void')`SELECT pg_advisory_xact_lock_shared(archive_lock())`);
   return tx.oneFirst(sql.type(z.object({ n: z.number() }))`
     SELECT count(*) FILTER (WHERE restore_event(x.conta_id, x.event_id))::int AS n
       FROM (SELECT DISTINCT conta_id, event_id FROM deliveries_archive

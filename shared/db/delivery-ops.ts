@@ -81,16 +81,18 @@ export async function listarTentativas(db: Db, contaId: string, deliveryId: stri
 /**
  * Every failed delivery since a time (of one account or all) is due again, with a fresh schedule;
  * archived ones come back to the working tables with their events first (restoreFailedSince), in
- * the caller's transaction.
+ * one transaction (within the caller's, when it has one) that holds the archiver off.
  */
-export async function reenviarFalhas(tx: Db, filtro: { desde: Date; contaId?: string }): Promise<number> {
-  await restoreFailedSince(tx, filtro);
-  const result = await tx.query(sql.typeAlias('void')`
-    UPDATE deliveries
-       SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
-     WHERE status = 'failed' AND completed_at >= ${sql.timestamp(filtro.desde)}
-       AND (${filtro.contaId ?? null}::uuid IS NULL OR conta_id = ${filtro.contaId ?? null}::uuid)`);
-  return result.rowCount;
+export async function reenviarFalhas(db: Db, filtro: { desde: Date; contaId?: string }): Promise<number> {
+  return db.transaction(async (tx) => {
+    await restoreFailedSince(tx, filtro);
+    const result = await tx.query(sql.typeAlias('void')`
+      UPDATE deliveries
+         SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
+       WHERE status = 'failed' AND completed_at >= ${sql.timestamp(filtro.desde)}
+         AND (${filtro.contaId ?? null}::uuid IS NULL OR conta_id = ${filtro.contaId ?? null}::uuid)`);
+    return result.rowCount;
+  });
 }
 
 /** Wakes the workers' dispatchers (delivered at commit). */
