@@ -21,11 +21,10 @@ import { AdmissionModel, type Answer, type Classe, type Holder, type Plan, type 
 import type { Prova } from '../api/admission-row.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { addKey, createAccount, createPlan } from './helpers/fixtures.ts';
+import { seededRuns } from './helpers/seeded.ts';
 
 const test = suite('limits: admission against a reference model');
-const RUNS = Number(process.env.MODEL_RUNS ?? 100);
-const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
-const PATH = process.env.FUZZ_PATH;
+const RUNS = seededRuns('MODEL_RUNS', 100);
 
 // Small ceilings, so that a sequence of a few dozen steps reaches each of them; a month of 4,000
 // calls charges uso_mensal in blocks of 4, and each sequence starts near its ceiling.
@@ -45,7 +44,6 @@ test.before(async () => {
     escritas_por_minuto: PLAN.escritas, chamadas_por_mes: PLAN.mes, simultaneas_por_chave: PLAN.porChave,
     simultaneas_por_conta: PLAN.porConta,
   });
-  if (SEED !== undefined) process.stdout.write(`replaying seed ${SEED}${PATH ? ` path ${PATH}` : ''}\n`);
 });
 test.after(async () => db.close());
 
@@ -548,16 +546,11 @@ async function runSequence(cmds: Iterable<Cmd>, month: { A: number; B: number })
 
 test('every answer, month and e-mail as the model of §8 says, alone and in batches that mix accounts', async () => {
   const nearCeiling = fc.integer({ min: PLAN.mes - 40, max: PLAN.mes - 2 });
-  await fc.assert(fc.asyncProperty(commands, nearCeiling, nearCeiling, (cmds, A, B) => runSequence(cmds, { A, B })), {
-    numRuns: RUNS,
-    ...(SEED !== undefined ? { seed: SEED } : {}),
-    ...(PATH ? { path: PATH } : {}),
-    includeErrorInReport: true,
-  });
+  await fc.assert(fc.asyncProperty(commands, nearCeiling, nearCeiling, (cmds, A, B) => runSequence(cmds, { A, B })), RUNS.parameters);
 });
 
 // A short replay (FUZZ_SEED, or MODEL_RUNS below the default) need not reach every rule.
-const coverage = RUNS >= 100 && SEED === undefined ? test : test.skip;
+const coverage = RUNS.full ? test : test.skip;
 coverage('the sequences reached every rule: each ceiling, a suspension, a refusal before limits, an unknown key', () => {
   const rules = ['ok', 'simultaneas', 'rajada', 'minuto', 'mes', 'suspensão', 'suspensão sem e-mail', 'suspensão num lote de várias chaves',
     'chave_suspensa', 'escopo', 'nao_autenticado', 'repetição', 'repetição no teto do mês', 'lista completada'];

@@ -24,11 +24,10 @@ import { novaCotacao, novoPedido } from './helpers/cotacoes.ts';
 import { checkConformance } from './helpers/conformance.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { emit } from './helpers/receiver.ts';
+import { seededRuns } from './helpers/seeded.ts';
 
 const test = suite('properties of every route');
-const RUNS = Number(process.env.FUZZ_RUNS ?? 30);
-const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
-const PATH = process.env.FUZZ_PATH;
+const RUNS = seededRuns('FUZZ_RUNS', 30);
 let app: TestApp;
 let conta: TestAccount;
 const knownIds: string[] = [];
@@ -49,7 +48,6 @@ test.before(async () => {
   const evento = await emit(app.db.pool, conta.contaId, 'cotacao.aprovada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-000001' });
   await app.db.pool.query(sql.unsafe`UPDATE outbox SET relayed_at = now() WHERE conta_id = ${conta.contaId}`);
   knownIds.push(endpoint.id, evento);
-  if (SEED !== undefined) process.stdout.write(`replaying seed ${SEED}${PATH ? ` path ${PATH}` : ''}\n`);
 });
 test.after(async () => app.stop());
 
@@ -111,12 +109,7 @@ async function holds(req: GeneratedRequest): Promise<void> {
 for (const route of routes) {
   test(`${route.method} ${route.path}: no 5xx, every 4xx a problem, a refusal changes nothing beyond its price`, async () => {
     const valid = validRequest(route, knownIds, conta.token);
-    await fc.assert(fc.asyncProperty(fc.oneof(valid, mutated(valid)), holds), {
-      numRuns: RUNS,
-      ...(SEED !== undefined ? { seed: SEED } : {}),
-      ...(PATH ? { path: PATH } : {}),
-      includeErrorInReport: true,
-    });
+    await fc.assert(fc.asyncProperty(fc.oneof(valid, mutated(valid)), holds), RUNS.parameters);
   });
 }
 

@@ -16,11 +16,10 @@ import { sql, type Tx } from '../shared/db/pool.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { plantDeliveries, plantEndpoint, plantEvents } from './helpers/planted.ts';
+import { seededRuns } from './helpers/seeded.ts';
 
 const test = suite('webhook archive: against a reference model');
-const RUNS = Number(process.env.MODEL_RUNS ?? 60);
-const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
-const PATH = process.env.FUZZ_PATH;
+const RUNS = seededRuns('MODEL_RUNS', 60);
 
 let db: TestDatabase;
 let conta: TestAccount;
@@ -29,7 +28,6 @@ test.before(async () => {
   db = await createTestDatabase();
   conta = await createAccount(db.pool);
   endpoints = [await plantEndpoint(db.pool, conta, 'https://erp.example.com/a'), await plantEndpoint(db.pool, conta, 'https://erp.example.com/b')];
-  if (SEED !== undefined) process.stdout.write(`replaying seed ${SEED}${PATH ? ` path ${PATH}` : ''}\n`);
 });
 test.after(async () => db.close());
 
@@ -187,11 +185,11 @@ test('the history views say what the model says after every step, and archive pa
     }).catch((error: unknown) => {
       if (!(error instanceof Rollback)) throw error;
     });
-  }), { numRuns: RUNS, ...(SEED !== undefined ? { seed: SEED } : {}), ...(PATH ? { path: PATH } : {}), includeErrorInReport: true });
+  }), RUNS.parameters);
 });
 
 // A short replay (FUZZ_SEED, or MODEL_RUNS below the default) need not reach every case.
-const coverage = RUNS >= 60 && SEED === undefined ? test : test.skip;
+const coverage = RUNS.full ? test : test.skip;
 coverage('the sequences reached every case: deliveries and events archived, an archived event replayed, archived attempts brought back', () => {
   assert.equal(['deliveries archived', 'events archived', 'archived event replayed', 'archived attempts brought back'].filter((r) => !reached.has(r)), [], [...reached].join(', '));
 });

@@ -29,8 +29,8 @@ export type ArchivePass = { deliveries: number; events: number; cursor: ArchiveC
 /**
  * Archives what ended `afterSeconds` ago or before, in batches of `batch` (each its own
  * transaction): ended deliveries with their attempts and the events they leave with no delivery,
- * then relayed events with no delivery from `cursor` on. `skipped` when another archiver (or a replay) held the lock: the next pass
- * does the work.
+ * then relayed events with no delivery from `cursor` on. `skipped` when another archiver (or a
+ * replay) held the lock: the next pass does the work.
  */
 export async function archiveEnded(db: Db, cursor: ArchiveCursor, options: { afterSeconds?: number; batch?: number } = {}): Promise<ArchivePass> {
   const { afterSeconds = ARCHIVE_AFTER_SECONDS, batch = 1_000 } = options;
@@ -47,8 +47,8 @@ export async function archiveEnded(db: Db, cursor: ArchiveCursor, options: { aft
   if (!skipped) {
     await inBatches(batch, async (limit) => {
       const r = await db.one(sql.type(Scanned)`
-        SELECT locked, scanned, events, last_at::text AS last_at, last_seq FROM archive_relayed_events(${at.relayedAt}::timestamptz, ${at.seq},
-                                             ${before}, ${limit})`);
+        SELECT locked, scanned, events, last_at::text AS last_at, last_seq
+          FROM archive_relayed_events(${at.relayedAt}::timestamptz, ${at.seq}, ${before}, ${limit})`);
       skipped ||= !r.locked;
       events += r.events;
       at = { relayedAt: r.last_at, seq: r.last_seq };

@@ -72,9 +72,9 @@ export type TakenDelivery = z.infer<typeof TakenDelivery>;
  * Takes due deliveries, in one statement that commits durably before any request goes out: the
  * due deliveries nobody holds (a lease that ran out makes its delivery due again) in next_attempt_at
  * order, within the worker's bounds per endpoint, locked once chosen (SKIP LOCKED); then, by the
- * hourly cap reserved for their accounts (reservar_entregas_webhook), each one is either taken (a new lease token,
- * next_attempt_at at the lease's end, one more attempt recorded as started in delivery_attempts
- * without an outcome), held until the next hour (over the cap: no attempt), or closed (its endpoint
+ * hourly cap reserved for their accounts (reservar_entregas_webhook), each one is either taken (a
+ * new lease token, next_attempt_at at the lease's end, one more attempt recorded as started in
+ * delivery_attempts without an outcome), held until the next hour (over the cap: no attempt), or closed (its endpoint
  * was disabled). Returns the deliveries taken, with their event and endpoint: all a request needs.
  */
 export async function takeDeliveries(db: Db, t: TakeLimits): Promise<readonly TakenDelivery[]> {

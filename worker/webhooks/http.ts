@@ -1,7 +1,8 @@
 // Outbound HTTP of deliveries: axios over keep-alive agents (a bounded pool of connections per
-// receiver), no redirects followed, no proxy from the environment, a hard deadline per request, at most 4 KB of the response read. Unless the
-// operator allows private networks, the agents' lookup refuses names that resolve to non-public
-// addresses and IP literals are checked before connecting (shared/ssrf.ts).
+// receiver), no redirects followed, no proxy from the environment, a hard deadline per request, at
+// most 4 KB of the response read. Unless the operator allows private networks, the agents' lookup
+// refuses names that resolve to non-public addresses and IP literals are checked before connecting
+// (shared/ssrf.ts).
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
