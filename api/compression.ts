@@ -5,6 +5,7 @@
 // (docs/decisions.md, "Compression").
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
+import type { JsonBody } from './routes/types.ts';
 
 /** Below this, gzip saves less than it costs: the body fits in a packet or two either way. */
 export const GZIP_MIN_BYTES = 1024;
@@ -37,10 +38,31 @@ export function acceptsGzip(header: string | undefined): boolean {
   return (gzipQ ?? anyQ ?? 0) > 0;
 }
 
-/** The body as it goes on the wire, and its Content-Encoding when it is coded. */
-export async function encodeBody(json: string | Buffer, acceptEncoding: string | undefined): Promise<{ body: Buffer; encoding?: 'gzip' }> {
-  const plain = typeof json === 'string' ? Buffer.from(json, 'utf8') : json;
-  if (plain.length < GZIP_MIN_BYTES || !acceptsGzip(acceptEncoding)) return { body: plain };
+/** A serialized body's UTF-8 bytes as pieces: each string encoded alone (small ones share Node's pool). */
+export function jsonPieces(json: JsonBody): Buffer[] {
+  const pieces = typeof json === 'string' || Buffer.isBuffer(json) ? [json] : json;
+  return pieces.map((piece) => (typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece));
+}
+
+/** A serialized body's UTF-8 bytes in one buffer. */
+export function jsonBytes(json: JsonBody): Buffer {
+  const pieces = jsonPieces(json);
+  return pieces.length === 1 && pieces[0] ? pieces[0] : Buffer.concat(pieces);
+}
+
+/**
+ * The body as it goes on the wire, in pieces written one after another, its length, and its
+ * Content-Encoding when it is coded. A body in pieces stays in pieces unless it is gzipped: joining
+ * a catalog page would copy its ~280 KB into memory the process must first map.
+ */
+export async function encodeBody(
+  json: JsonBody,
+  acceptEncoding: string | undefined,
+): Promise<{ pieces: Buffer[]; length: number; encoding?: 'gzip' }> {
+  const pieces = jsonPieces(json);
+  const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
+  if (length < GZIP_MIN_BYTES || !acceptsGzip(acceptEncoding)) return { pieces, length };
   // zlib runs on libuv's thread pool: the event loop serves other requests meanwhile.
-  return { body: await gzipAsync(plain, GZIP_OPTIONS), encoding: 'gzip' };
+  const gzipped = await gzipAsync(pieces.length === 1 && pieces[0] ? pieces[0] : Buffer.concat(pieces, length), GZIP_OPTIONS);
+  return { pieces: [gzipped], length: gzipped.length, encoding: 'gzip' };
 }

@@ -5,6 +5,7 @@
 // its price is charged before it is answered, and a ceiling that refuses the rest makes it a 429.
 import type { Request } from 'restify';
 import { topUp } from './admission.ts';
+import { jsonBytes } from './compression.ts';
 import type { Cost } from './cost.ts';
 import { etagForPage, ifNoneMatchMatches } from './etag.ts';
 import type { RequestState } from './request-state.ts';
@@ -15,10 +16,10 @@ export const isConditionalList = (route: AnyRoute) => !!route.conditional && 'li
 export async function conditionalPage(deps: Deps, req: Request, route: AnyRoute, cost: Cost, state: RequestState, reply: Reply): Promise<Reply> {
   if (reply.status !== 200) return reply;
   // Serialized once (or already, by PostgreSQL) and encoded once: the reply sends the same bytes the
-  // tag is made of (a catalog page is ~280 KB; each encoding of it is a pass over them), unless the
-  // route knows the tag from its rows' versions and the bytes need no hashing.
-  const json = Buffer.isBuffer(reply.json) ? reply.json : Buffer.from(reply.json ?? JSON.stringify(reply.body));
-  const etag = reply.etag ?? etagForPage(json);
+  // tag is made of, unless the route knows the tag from its rows' versions (a catalog page, ~280 KB)
+  // and the bytes need no hashing.
+  const json = reply.etag !== undefined && reply.json !== undefined ? reply.json : jsonBytes(reply.json ?? JSON.stringify(reply.body));
+  const etag = reply.etag ?? etagForPage(jsonBytes(json));
   const headers = { ...reply.headers, ETag: etag };
   if (ifNoneMatchMatches(req.headers['if-none-match'], etag)) return { status: 304, headers, billing: 'not_modified' };
   if (state.charge?.repeticao) {

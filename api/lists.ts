@@ -120,12 +120,18 @@ export function toPage<R extends { id: string; cursor_ts: string }, T>(
   return { dados: page.rows.map(present), proximo_cursor: page.next ? encodeCursor(page.next, query.vinculo) : null };
 }
 
+const COMMA = Buffer.from(',');
+
 /**
- * A page whose items PostgreSQL serialized (their JSON texts joined by commas), in the same envelope
- * and with the same cursor as toPage's: the items are sent as they are, never parsed or serialized again.
+ * A page whose items PostgreSQL serialized (one JSON text each), in the same envelope and with the
+ * same cursor as toPage's, as the pieces the response writes one after another: the items are sent
+ * as they are, never parsed, serialized or joined again.
  */
-export function jsonPage(itens: string, next: Posicao | null, query: { vinculo: string }): string {
-  return `{"dados":[${itens}]${pageTail(next, query)}`;
+export function jsonPage(itens: readonly (string | Buffer)[], next: Posicao | null, query: { vinculo: string }): (string | Buffer)[] {
+  const pieces: (string | Buffer)[] = ['{"dados":['];
+  itens.forEach((item, i) => (i > 0 ? pieces.push(COMMA, item) : pieces.push(item)));
+  pieces.push(`]${pageTail(next, query)}`);
+  return pieces;
 }
 
 /** What follows a page's items in its envelope: its cursor. */

@@ -12,6 +12,7 @@ import { QUEUES } from '../shared/jobs.ts';
 import { createBoss } from '../shared/boss.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { AdmissionQueue } from './admission-queue.ts';
+import { DocumentCache } from './document-cache.ts';
 import { LimitsBookkeeper } from './limits-bookkeeper.ts';
 import { WriteQueue } from './write-queue.ts';
 import { RequestLog } from './request-log.ts';
@@ -51,7 +52,8 @@ export async function startWeb(
   const breaker = new CircuitBreaker({ failureThreshold: 3, openMs: config.DB_BREAKER_OPEN_MS, waitBudgetMs: config.DB_POOL_WAIT_MS });
   const admissions = new AdmissionQueue({ pool, breaker, limits, log }, config.DB_POOL_WAIT_MS, config.REFUSAL_DELAY_MS);
   const writes = new WriteQueue({ pool, breaker, log }, config.DB_POOL_WAIT_MS);
-  const deps: Deps = { pool, config, log, breaker, limits, admissions, writes, jobs: scheduler(boss) };
+  const documentos = new DocumentCache(config.CATALOGO_CACHE_MB * 1024 * 1024);
+  const deps: Deps = { pool, config, log, breaker, limits, admissions, writes, jobs: scheduler(boss), documentos };
   const requestLog = new RequestLog(pool, log, config.REQUEST_LOG_FLUSH_MS);
   const api = createApiServer(deps, requestLog, table);
   // Idle keep-alive connections outlive a load balancer's (typically 60 s), so it never sends a

@@ -11,6 +11,7 @@ import { beginWrite, begunFrom, bodyHash, recordOutcome, recordRefusal, replayed
 import type { Db, Tx } from '../shared/db/pool.ts';
 import type { Caller } from './caller.ts';
 import { settlementFor, type Billing, type Charge } from './limits.ts';
+import { jsonBytes } from './compression.ts';
 import { conditionalPage, isConditionalList } from './conditional-list.ts';
 import { provaOf, resourceOf } from './repetition.ts';
 import { requestState, type RequestState } from './request-state.ts';
@@ -222,7 +223,7 @@ function checkReply(route: AnyRoute, reply: Reply): void {
   if (!spec) throw new Error(`${route.operationId} answered ${reply.status}, which its route does not declare`);
   if (!spec.schema) return;
   // A body PostgreSQL serialized is read back only here (tests), never on the way out.
-  const result = spec.schema.safeParse(reply.json === undefined ? reply.body : JSON.parse(reply.json.toString()));
+  const result = spec.schema.safeParse(reply.json === undefined ? reply.body : JSON.parse(jsonBytes(reply.json).toString()));
   if (!result.success) {
     throw new Error(`${route.operationId} ${reply.status} body does not match its schema: ${result.error.message}`);
   }

@@ -43,7 +43,7 @@ export function problemHeaders(error: ApiError): Record<string, string> {
 }
 
 // sendRaw: restify's own send without its formatters (the body is already serialized), so
-// restify knows the response went out. A route's answer is gzipped when it is large and the client
+// restify knows the response went out (a body in pieces goes out as sendRaw would send it whole). A route's answer is gzipped when it is large and the client
 // takes gzip (compression.ts); a HEAD gets the headers, Content-Length included, of that GET.
 export async function writeReply(res: Response, reply: Reply, extraHeaders: Record<string, string>, acceptEncoding: string | undefined): Promise<void> {
   const headers: Record<string, string> = { ...extraHeaders, ...reply.headers, Vary: 'Accept-Encoding' };
@@ -52,11 +52,25 @@ export async function writeReply(res: Response, reply: Reply, extraHeaders: Reco
     res.sendRaw(reply.status, '', headers);
     return;
   }
-  const { body, encoding } = await encodeBody(payload, acceptEncoding);
+  const { pieces, length, encoding } = await encodeBody(payload, acceptEncoding);
   headers['Content-Type'] ??= 'application/json; charset=utf-8';
   if (encoding) headers['Content-Encoding'] = encoding;
-  headers['Content-Length'] = String(body.length);
-  res.sendRaw(reply.status, body, headers);
+  headers['Content-Length'] = String(length);
+  if (pieces.length === 1 && pieces[0]) res.sendRaw(reply.status, pieces[0], headers);
+  else sendPieces(res, reply.status, pieces, headers);
+}
+
+/**
+ * What sendRaw does (headers, then the body, then the end), with the body in pieces: corked, they go
+ * to the socket in one writev, each piece from where it already is.
+ */
+function sendPieces(res: Response, status: number, pieces: readonly Buffer[], headers: Record<string, string>): void {
+  res.statusCode = status;
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  res.writeHead(status);
+  res.cork();
+  for (const piece of pieces) res.write(piece);
+  res.end();
 }
 
 /** A problem is small and goes as it is. */

@@ -7,7 +7,8 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { GZIP_OPTIONS } from '../api/compression.ts';
 import { sql, type Pool } from '../shared/db/pool.ts';
-import { consultaDaPagina, paginaDeProdutos } from '../shared/db/produtos.ts';
+import { DocumentCache, paginaDeDocumentos } from '../api/document-cache.ts';
+import { consultaDaPagina } from '../shared/db/produtos.ts';
 import { listarProdutos } from '../test/helpers/produtos-por-requisicao.ts';
 import type { load, LoadResult } from './lib.ts';
 
@@ -27,6 +28,8 @@ const ANTES_SCRIPT = 'bench/produtos-por-requisicao.ts';
 export async function medirPaginas(options: {
   measure: Measure;
   apiUrl: string;
+  /** The same API holding no documents (CATALOGO_CACHE_MB=0): every page reads all of its own. */
+  frioUrl: string;
   antesUrl: string;
   seconds: number;
   pairs: number;
@@ -47,6 +50,8 @@ export async function medirPaginas(options: {
   const { antes, docs, ratio } = [...pairs].sort((a, b) => a.ratio - b.ratio)[Math.floor(options.pairs / 2)]!;
   const GZ = `GET ${PAGINA}, stored documents, Accept-Encoding: gzip, 10 connections`;
   const gz = await measure(GZ, { url: `${options.apiUrl}${PAGINA}`, connections: 10, seconds, setupRequest: options.comGzip });
+  const FRIO = `GET ${PAGINA}, stored documents, none held by the web process (CATALOGO_CACHE_MB=0), 10 connections`;
+  const frio = await measure(FRIO, { url: `${options.frioUrl}${PAGINA}`, connections: 10, seconds, setupRequest: options.comCatalogo });
   const ALONE = `GET ${PAGINA}, stored documents, 1 connection`;
   const alone = await measure(ALONE, { url: `${options.apiUrl}${PAGINA}`, connections: 1, seconds, setupRequest: options.comCatalogo });
 
@@ -62,16 +67,23 @@ export async function medirPaginas(options: {
   };
   const [cpuNivel, cpuNivel6] = [await gzipCpu(GZIP_OPTIONS.level), await gzipCpu(6)];
 
-  // The page query alone, one at a time, through a pool of the bench (round trip and driver included).
-  const tempos = { antes: [] as number[], docs: [] as number[] };
+  // The page's statements alone, one at a time, through a pool of the bench (round trips and driver
+  // included): with every document held, with none, and the per-request builder.
+  const tempos = { antes: [] as number[], docs: [] as number[], frio: [] as number[] };
+  const cache = new DocumentCache(64 * 1024 * 1024);
+  const nenhum = new DocumentCache(0);
   for (let i = 0; i < 200; i++) {
     const contaId = options.contas[i % options.contas.length] ?? '';
     let started = performance.now();
     await listarProdutos(options.pool, contaId, { limite: 100 });
     tempos.antes.push(performance.now() - started);
+    if (i < options.contas.length) await paginaDeDocumentos(options.pool, cache, contaId, { limite: 100 });
     started = performance.now();
-    await paginaDeProdutos(options.pool, contaId, { limite: 100 });
+    await paginaDeDocumentos(options.pool, cache, contaId, { limite: 100 });
     tempos.docs.push(performance.now() - started);
+    started = performance.now();
+    await paginaDeDocumentos(options.pool, nenhum, contaId, { limite: 100 });
+    tempos.frio.push(performance.now() - started);
   }
 
   // Where a page's time goes in PostgreSQL: its plan, run once more with ANALYZE and BUFFERS.
@@ -101,17 +113,19 @@ export async function medirPaginas(options: {
 - CPU per page: PostgreSQL ${pg(docs)} µs (per-request builder ${pg(antes)}), web process ${cpuOf(docs, API)} µs
   (${cpuOf(antes, ANTES_SCRIPT)}), load generator ${loadgen(docs)} µs: ${total} µs of the machine's ${cores} cores a page, so
   at most about ${Math.round((cores * 1e6) / total)} pages/s with every core busy; ${goal} pages/s needs under ${Math.round((cores * 1e6) / goal)} µs.
-  A page reads one range of an index of produtos and joins the documents the catalog's triggers keep
-  (docs/decisions.md, "Catalog documents"): EXPLAIN (ANALYZE, BUFFERS) of one, ${planText}: planning
-  ${plan['Planning Time'].toFixed(2)} ms, execution ${plan['Execution Time'].toFixed(2)} ms, ${plan.Plan['Shared Hit Blocks'] ?? 0} buffers hit. The rest of PostgreSQL's share is
-  admission and the request log, as for any request, and sending ${Math.round(plain.length / 1024)} KB. The web process sends the text as it
-  came, with the cursor around it, and hashes it for the ETag; its share is moving those ${Math.round(plain.length / 1024)} KB: the driver's
-  reading and decoding them, the hash, the socket, and the garbage they leave.
-- One at a time (p50 over 200 pages, this process's pool): the page query ${p50(tempos.docs).toFixed(2)} ms with the stored
-  documents, ${p50(tempos.antes).toFixed(2)} ms with the per-request builder.
+  A page reads one range of an index of produtos for its products' ids and versions (docs/decisions.md,
+  "Catalog documents"): EXPLAIN (ANALYZE, BUFFERS) of it, ${planText}: planning
+  ${plan['Planning Time'].toFixed(2)} ms, execution ${plan['Execution Time'].toFixed(2)} ms, ${plan.Plan['Shared Hit Blocks'] ?? 0} buffers hit. The web process sends the documents it
+  holds at those versions and reads the others in one more statement; the rest of PostgreSQL's share
+  is admission and the request log, as for any request. The web process's share is mostly writing the
+  page's ${Math.round(plain.length / 1024)} KB to the socket, piece by piece from where each document already is.
+- Holding no documents (CATALOGO_CACHE_MB=0), every page reads all of its own: **${frio.rps} pages/s**, p99
+  ${frio.p99} ms (${(frio.rps / antes.rps).toFixed(1)}× the per-request builder); PostgreSQL ${pg(frio)} µs a page, web process ${cpuOf(frio, API)} µs.
+- One at a time (p50 over 200 pages, this process's pool): the page's statements ${p50(tempos.docs).toFixed(2)} ms with every
+  document held, ${p50(tempos.frio).toFixed(2)} ms with none held, ${p50(tempos.antes).toFixed(2)} ms with the per-request builder.
 - gzip (level ${GZIP_OPTIONS.level}, memLevel ${GZIP_OPTIONS.memLevel}; answers of 1 KiB or more to a client that sends Accept-Encoding: gzip): the page
   goes as ${Math.round(gzipped.length / 1024)} KB instead of ${Math.round(plain.length / 1024)} KB; ${gz.rps} pages/s, p99 ${gz.p99} ms; the web process
   spends ${cpuOf(gz, API) - cpuOf(docs, API)} µs more CPU per page than without it (zlib alone, in this process: ${cpuNivel} µs
   a page at level ${GZIP_OPTIONS.level}, ${cpuNivel6} µs at the default level 6).`;
-  return { rows: [[ANTES, antes], [DOCS, docs], [GZ, gz], [ALONE, alone]], markdown };
+  return { rows: [[ANTES, antes], [DOCS, docs], [FRIO, frio], [GZ, gz], [ALONE, alone]], markdown };
 }

@@ -65,6 +65,7 @@ await pool.query(sql.unsafe`VACUUM ANALYZE produtos, variacoes, partes, precos`)
 await pool.query(sql.unsafe`ANALYZE`);
 
 const api = await spawnServer('api/main.ts', { DATABASE_URL: db.url, DB_POOL_SIZE: '10' }, '/v1/openapi.json');
+const frio = await spawnServer('api/main.ts', { DATABASE_URL: db.url, DB_POOL_SIZE: '10', CATALOGO_CACHE_MB: '0' }, '/v1/openapi.json');
 const porRequisicao = await spawnServer('bench/produtos-por-requisicao.ts', { DATABASE_URL: db.url, DB_POOL_SIZE: '10' }, '/v1/openapi.json');
 const bare = await spawnServer('bench/bare-server.ts', { DATABASE_URL: db.url }, '/hello');
 
@@ -155,7 +156,7 @@ try {
   // A page is ~290 KB of JSON: measured at the pool's size (at 50 connections the per-request
   // builder's requests queued past the pool's 2 s wait budget and the breaker answered 503).
   const paginas = await medirPaginas({
-    measure, apiUrl: api.url, antesUrl: porRequisicao.url, seconds: SECONDS, pairs: PAIRS, comCatalogo, comGzip, pool, contas: catalogoContas,
+    measure, apiUrl: api.url, frioUrl: frio.url, antesUrl: porRequisicao.url, seconds: SECONDS, pairs: PAIRS, comCatalogo, comGzip, pool, contas: catalogoContas,
   });
   results.push(...paginas.rows);
   const steps = await breakdown();
@@ -218,6 +219,7 @@ ${Object.entries(steps).map(([name, ms]) => `| ${name} | ${ms.toFixed(2)} |`).jo
 ${paginas.markdown}`);
 } finally {
   await api.stop();
+  await frio.stop();
   await porRequisicao.stop();
   await bare.stop();
   await pool.end();

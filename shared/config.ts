@@ -44,6 +44,8 @@ const schema = z.object({
   REFUSAL_DELAY_MS: int(0, 10_000).default(1_000),
   SHUTDOWN_GRACE_MS: int(0, 120_000).default(25_000),
   REQUEST_LOG_FLUSH_MS: int(10, 60_000).default(1_000),
+  // The catalog documents a web process holds to answer GET /produtos (api/document-cache.ts); 0: none.
+  CATALOGO_CACHE_MB: int(0, 4096).default(32),
   // Check every response body against its route's schema (tests turn it on; a mismatch is a 500).
   VALIDATE_RESPONSES: boolean.default(false),
   SMTP_URL: z

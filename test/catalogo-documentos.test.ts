@@ -1,5 +1,5 @@
 // Products keep their documents (issue 20, item 5): GET /produtos sends the documents the catalog's
-// triggers keep, joined by PostgreSQL. Pages and products are compared, byte for byte, with what
+// triggers keep, as PostgreSQL keeps them (or as the web process holds them at the same version). Pages and products are compared, byte for byte, with what
 // the per-request builder of before answered (test/helpers/produtos-por-requisicao.ts) and with the
 // route's schema; every kind of catalog change must leave every document current, and the check is
 // shown to notice a trigger that stopped doing so; the migration's backfill builds what the code does.
@@ -114,6 +114,19 @@ test('a page\'s ETag changes with any product on it, whatever part of it changed
     assert.is.not(res.headers.get('etag'), etag);
     etag = res.headers.get('etag') ?? '';
   }
+});
+
+test('a page read again after its products changed sends their new documents, not the ones the process held', async () => {
+  const path = '/produtos?limite=6';
+  const antes = await get(path);
+  const [p0, p1, p2] = antes.body.dados as { id: string; variacoes: { id: string }[] }[];
+  await alterarProduto(app.db.pool, conta.contaId, p0?.id ?? '', { nome: 'Renomeado depois de lido' });
+  await alterarVariacao(app.db.pool, conta.contaId, p1?.variacoes[0]?.id ?? '', { nome: 'Variação renomeada' });
+  await app.db.pool.transaction((tx) => definirPrecos(tx, conta.contaId, { variacaoId: p2?.variacoes[0]?.id ?? '', canalId: canais[1] ?? '', faixas: [{ aPartirDe: 1, precoCentavos: 4321 }] }));
+  const depois = await get(path);
+  const parsed = rota.query?.parse({ limite: '6' }) as FiltrosProdutos & { vinculo: string };
+  assert.is(depois.text, await paginaPorRequisicao(app.db.pool, conta.contaId, parsed), 'the page as the database has it now');
+  assert.is.not(depois.text, antes.text);
 });
 
 test('sampled pages, every filter and both orders, are what the per-request builder answered and match the schema', async () => {

@@ -3,7 +3,8 @@
 // limite on admission, settled to the products actually returned. Both read each product's
 // document (shared/db/produtos.ts); a page's text goes to the client as PostgreSQL joined it.
 import { z } from 'zod';
-import { lerProduto, paginaDeProdutos } from '../../shared/db/produtos.ts';
+import { lerProduto } from '../../shared/db/produtos.ts';
+import { paginaDeDocumentos } from '../document-cache.ts';
 import { conditionalList, listResponses, envelope, jsonPage, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery, pageTail } from '../lists.ts';
 import { etagForVersions } from '../etag.ts';
 import { exemploProduto } from './exemplos.ts';
@@ -73,12 +74,13 @@ export const listProdutos = defineRoute({
   query,
   ...conditionalList,
   responses: listResponses('Uma página de produtos.', envelope(Produto), { dados: [exemploProduto], proximo_cursor: null }),
-  handler: async ({ caller, query, db }) => {
-    const pagina = await paginaDeProdutos(db, caller.contaId, query);
+  handler: async ({ caller, query, db, deps }) => {
+    const pagina = await paginaDeDocumentos(db, deps.documentos, caller.contaId, query);
     // A product's document changes only with its version (produtos_documentar): the page's tag is
     // its products' versions and its cursor, not a hash of its ~280 KB.
-    const etag = etagForVersions(pagina.versoes, pageTail(pagina.proxima, query));
-    return { status: 200, json: jsonPage(pagina.itens, pagina.proxima, query), etag, billing: { units: unidadesProdutos(pagina.quantidade) } };
+    const versoes = pagina.produtos.map((p) => `${p.id}.${p.row_version}`).join(',');
+    const etag = etagForVersions(versoes, pageTail(pagina.proxima, query));
+    return { status: 200, json: jsonPage(pagina.documentos, pagina.proxima, query), etag, billing: { units: unidadesProdutos(pagina.produtos.length) } };
   },
 });
 

@@ -8,6 +8,7 @@ import type { Db, Pool } from '../../shared/db/pool.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { CircuitBreaker } from '../breaker.ts';
 import type { AdmissionQueue } from '../admission-queue.ts';
+import type { DocumentCache } from '../document-cache.ts';
 import type { BatchedWrite, WriteQueue } from '../write-queue.ts';
 import type { Claim, KeyedRequest } from '../idempotency.ts';
 import type { Billing } from '../limits.ts';
@@ -27,7 +28,12 @@ export type Deps = {
   admissions: AdmissionQueue;
   writes: WriteQueue;
   jobs: JobScheduler;
+  /** The catalog documents this process has sent, by product and version. */
+  documentos: DocumentCache;
 };
+
+/** A serialized body: one piece, or pieces written in order (api/respond.ts). */
+export type JsonBody = string | Buffer | readonly (string | Buffer)[];
 
 export type Reply = {
   status: number;
@@ -37,8 +43,11 @@ export type Reply = {
   billing?: Billing;
   /** The id of what a POST created, kept with its Idempotency-Key for repetitions. */
   resourceId?: string;
-  /** The body already serialized (text, or its UTF-8 bytes), when something read it whole first (a page's ETag). */
-  json?: string | Buffer;
+  /**
+   * The body already serialized: text, its UTF-8 bytes, or pieces of it sent one after another (a
+   * catalog page: its products' documents as PostgreSQL kept them, never joined into one value).
+   */
+  json?: JsonBody;
   /**
    * A page's ETag when the route knows its content by its rows' versions (etagForVersions), so the
    * page's bytes need not be hashed; otherwise the tag is the bytes' (etagForPage).

@@ -1,9 +1,10 @@
 // Reading products (DESIGN §9): each product's document, the JSON text of its representation that
 // the catalog's triggers keep in its row (sql/code/catalogo.sql, produto_documento()). A page is one
-// index range scan of produtos and the concatenation of its documents, text the web process sends as
-// it is (docs/decisions.md, "Catalog documents"); one product is its document, parsed.
+// index range scan of produtos giving its products by id and version, and the documents the web
+// process does not hold yet at those versions, text it sends as it is (docs/decisions.md, "Catalog
+// documents"); one product is its document, parsed.
 import { z } from 'zod';
-import { pageClauses, type Posicao, type SortColumn } from './paging.ts';
+import { cutPage, pageClauses, type Posicao, type SortColumn } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 
 export const Faixa = z.object({ a_partir_de: z.number().int(), preco_centavos: z.number().int() });
@@ -46,30 +47,19 @@ export type FiltrosProdutos = {
   canal_id?: string;
 };
 
+/** A product of a page: its id and version (its document changes only with its version). */
+export type ProdutoNaPagina = { id: string; row_version: number };
+
+/** A page: its products in the list's order, and where the next page starts (null: this is the last). */
+export type PaginaDeProdutos = { produtos: ProdutoNaPagina[]; proxima: Posicao | null };
+
+const PaginaRow = z.object({ id: z.string(), row_version: z.number(), cursor_ts: z.string() });
+
 /**
- * A page: its documents joined by commas (the JSON array's elements), how many it holds, and where
- * the next page starts (null: this is the last).
+ * The page's statement: limite + 1 products by id and version in the list's order (the extra one
+ * tells whether a next page exists), without their documents, which the web process mostly holds
+ * already (exported for the benchmark's EXPLAIN).
  */
-export type PaginaDeProdutos = {
-  itens: string;
-  /** Each product of the page by id and version (its document changes only with its version), in the page's order. */
-  versoes: string;
-  quantidade: number;
-  proxima: Posicao | null;
-};
-
-// The page's rows are numbered in the list's order (limite + 1 are read, to know whether a next page
-// exists); the documents of the first limite are joined, and the last of them is the next position.
-// The brackets are the web process's: each concatenation here would copy the page's text again.
-const PaginaRow = z.object({
-  itens: z.string(),
-  versoes: z.string(),
-  linhas: z.number().int(),
-  ultimo_ts: z.string().nullable(),
-  ultimo_id: z.string().nullable(),
-});
-
-/** The page's one statement (exported for the benchmark's EXPLAIN). */
 export function consultaDaPagina(contaId: string, filtros: FiltrosProdutos) {
   const page = pageClauses('p', filtros.ordem ?? 'criado_em', filtros);
   const conditions = [sql.fragment`p.conta_id = ${contaId}`, page.where];
@@ -88,26 +78,31 @@ export function consultaDaPagina(contaId: string, filtros: FiltrosProdutos) {
         FROM precos t JOIN variacoes v ON v.conta_id = t.conta_id AND v.id = t.variacao_id
        WHERE t.conta_id = ${contaId} AND t.canal_id = ${filtros.canal_id})`);
   }
-  const limite = filtros.limite;
-  // Joined in the list's order, which the rows already come in (PostgreSQL 16 and later skip the sort).
   return sql.type(PaginaRow)`
-    SELECT coalesce(string_agg(documento, ',' ORDER BY chave, id) FILTER (WHERE n <= ${limite}), '') AS itens,
-           coalesce(string_agg(id::text || '.' || row_version, ',' ORDER BY chave, id) FILTER (WHERE n <= ${limite}), '') AS versoes,
-           count(*)::int AS linhas,
-           min(cursor_ts) FILTER (WHERE n = ${limite}) AS ultimo_ts,
-           min(id::text) FILTER (WHERE n = ${limite}) AS ultimo_id
-      FROM (SELECT p.id, p.documento, p.row_version, ${sql.identifier(['p', filtros.ordem ?? 'criado_em'])} AS chave, ${page.cursorColumn},
-                   row_number() OVER (ORDER BY ${page.order}) AS n
-              FROM produtos p
-             WHERE ${sql.join(conditions, sql.fragment` AND `)}
-             ${page.orderLimit}) pagina`;
+    SELECT p.id, p.row_version::float8 AS row_version, ${page.cursorColumn}
+      FROM produtos p
+     WHERE ${sql.join(conditions, sql.fragment` AND `)}
+     ${page.orderLimit}`;
 }
 
 export async function paginaDeProdutos(db: Db, contaId: string, filtros: FiltrosProdutos): Promise<PaginaDeProdutos> {
-  const limite = filtros.limite;
-  const row = await db.one(consultaDaPagina(contaId, filtros));
-  const proxima = row.linhas > limite && row.ultimo_ts !== null && row.ultimo_id !== null ? { ts: row.ultimo_ts, id: row.ultimo_id } : null;
-  return { itens: row.itens, versoes: row.versoes, quantidade: Math.min(row.linhas, limite), proxima };
+  const { rows, next } = cutPage(await db.any(consultaDaPagina(contaId, filtros)), filtros.limite);
+  return { produtos: rows.map(({ id, row_version }) => ({ id, row_version })), proxima: next };
+}
+
+const DocumentoRow = z.object({ id: z.string(), row_version: z.number(), documento: z.string() });
+
+/**
+ * The documents of the account's products `ids`, each with the version it belongs to (which may be
+ * newer than the one a page read a moment before); a product deleted meanwhile is absent. One row
+ * per product: a document is ~3 KB, where a page's documents joined would be one value of ~280 KB
+ * that PostgreSQL, the driver and the web process would each build whole.
+ */
+export async function documentosDosProdutos(db: Db, contaId: string, ids: readonly string[]): Promise<readonly z.infer<typeof DocumentoRow>[]> {
+  if (ids.length === 0) return [];
+  return db.any(sql.type(DocumentoRow)`
+    SELECT id, row_version::float8 AS row_version, documento
+      FROM produtos WHERE conta_id = ${contaId} AND id = ANY(${sql.array(ids, 'uuid')})`);
 }
 
 export async function lerProduto(db: Db, contaId: string, id: string): Promise<ProdutoLido | null> {

@@ -1,0 +1,92 @@
+// The catalog documents this web process has sent, as bytes, by product and version
+// (docs/decisions.md, "Catalog documents"). A document changes only with its product's version (the
+// catalog's trigger moves both), so a document held at the version a page names is the one the
+// database holds: a page reads its products' versions, and only the documents not held at those
+// versions travel from PostgreSQL. Least recently used first out, within CATALOGO_CACHE_MB.
+import { documentosDosProdutos, paginaDeProdutos, type FiltrosProdutos, type PaginaDeProdutos } from '../shared/db/produtos.ts';
+import type { Db } from '../shared/db/pool.ts';
+
+type Entry = { version: number; bytes: Buffer };
+
+export class DocumentCache {
+  // A Map iterates in insertion order: a hit moves its entry to the end, so the first is the least recent.
+  readonly #entries = new Map<string, Entry>();
+  #bytes = 0;
+
+  readonly maxBytes: number;
+
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes;
+  }
+
+  /** The document of product `id` of account `contaId` at `version`, when held. */
+  get(contaId: string, id: string, version: number): Buffer | undefined {
+    const key = `${contaId}/${id}`;
+    const entry = this.#entries.get(key);
+    if (!entry || entry.version !== version) return undefined;
+    this.#entries.delete(key);
+    this.#entries.set(key, entry);
+    return entry.bytes;
+  }
+
+  /** Holds a document at its version, in place of any other version of the product. */
+  set(contaId: string, id: string, version: number, documento: string): Buffer {
+    const length = Buffer.byteLength(documento);
+    // Sent once and dropped: from Node's shared pool, as any small Buffer.
+    if (length > this.maxBytes) return Buffer.from(documento);
+    // Held: an allocation of its own, as a pooled one would keep its whole 8 KB slab alive.
+    const bytes = Buffer.allocUnsafeSlow(length);
+    bytes.write(documento);
+    const key = `${contaId}/${id}`;
+    this.#drop(key);
+    this.#entries.set(key, { version, bytes });
+    this.#bytes += bytes.length;
+    for (const oldest of this.#entries.keys()) {
+      if (this.#bytes <= this.maxBytes) break;
+      this.#drop(oldest);
+    }
+    return bytes;
+  }
+
+  /** Bytes held, and how many documents. */
+  get usage(): { bytes: number; documents: number } {
+    return { bytes: this.#bytes, documents: this.#entries.size };
+  }
+
+  #drop(key: string): void {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#bytes -= entry.bytes.length;
+    this.#entries.delete(key);
+  }
+}
+
+/** A page as the response sends it: each product's document in order, and the versions they are at. */
+export type PaginaDeDocumentos = { documentos: Buffer[]; produtos: PaginaDeProdutos['produtos']; proxima: PaginaDeProdutos['proxima'] };
+
+/**
+ * A page of the account's products with their documents: the held ones, and the others read in one
+ * more statement (and held). A product changed between the two statements shows at its new version,
+ * which the page's ETag then names; one deleted meanwhile is left out.
+ */
+export async function paginaDeDocumentos(db: Db, cache: DocumentCache, contaId: string, filtros: FiltrosProdutos): Promise<PaginaDeDocumentos> {
+  const pagina = await paginaDeProdutos(db, contaId, filtros);
+  const held = pagina.produtos.map((p) => cache.get(contaId, p.id, p.row_version));
+  const missing = pagina.produtos.filter((_, i) => held[i] === undefined).map((p) => p.id);
+  const read = new Map((await documentosDosProdutos(db, contaId, missing)).map((d) => [d.id, d]));
+  const documentos: Buffer[] = [];
+  const produtos: PaginaDeProdutos['produtos'] = [];
+  pagina.produtos.forEach((p, i) => {
+    const bytes = held[i];
+    if (bytes) {
+      documentos.push(bytes);
+      produtos.push(p);
+      return;
+    }
+    const fresh = read.get(p.id);
+    if (!fresh) return;
+    documentos.push(cache.set(contaId, fresh.id, fresh.row_version, fresh.documento));
+    produtos.push({ id: fresh.id, row_version: fresh.row_version });
+  });
+  return { documentos, produtos, proxima: pagina.proxima };
+}
