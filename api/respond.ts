@@ -43,8 +43,9 @@ export function problemHeaders(error: ApiError): Record<string, string> {
 }
 
 // sendRaw: restify's own send without its formatters (the body is already serialized), so
-// restify knows the response went out (a body in pieces goes out as sendRaw would send it whole). A route's answer is gzipped when it is large and the client
-// takes gzip (compression.ts); a HEAD gets the headers, Content-Length included, of that GET.
+// restify knows the response went out; a body in pieces goes out as sendRaw would send it whole. A
+// route's answer is gzipped when it is large and the client takes gzip (compression.ts); a HEAD gets
+// the headers, Content-Length included, of that GET.
 export async function writeReply(res: Response, reply: Reply, extraHeaders: Record<string, string>, acceptEncoding: string | undefined): Promise<void> {
   const headers: Record<string, string> = { ...extraHeaders, ...reply.headers, Vary: 'Accept-Encoding' };
   const payload = reply.json ?? (reply.body === undefined ? undefined : JSON.stringify(reply.body));

@@ -135,9 +135,12 @@ async function breakdown(): Promise<Record<string, number>> {
 try {
   await sanity();
   const results: [string, LoadResult][] = [];
+  // Each run reports the peak RSS of the server it loads (the API's grows with the documents it holds).
+  const servers = [api, frio, porRequisicao, bare];
   const measure = async (name: string, options: Parameters<typeof load>[0]) => {
-    const r = await load(options);
-    process.stdout.write(`${name}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors); CPU µs/request: ${cpuCell(r)}\n`);
+    const server = servers.find((s) => options.url.startsWith(s.url));
+    const r = await load({ ...options, rssOf: server?.child.pid });
+    process.stdout.write(`${name}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors); CPU µs/request: ${cpuCell(r)}; peak RSS ${r.peakRssMb} MB\n`);
     return r;
   };
   const movimentosAntes = Number(await pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM estoque_movimentos`));
@@ -176,7 +179,7 @@ ${shares.filter((w) => w.bytes >= 10).map((w) => `| ${w.rel} | ${w.bytes} | ${w.
 `;
   };
   const writtenCell = (r: LoadResult) => (r.written ? `${r.written.walBytes} B, ${r.written.rows} rows` : '');
-  const table = results.map(([name, r]) => `| ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} | ${cpuCell(r)} | ${writtenCell(r)} |`).join('\n');
+  const table = results.map(([name, r]) => `| ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} | ${cpuCell(r)} | ${writtenCell(r)} | ${r.peakRssMb ?? ''} |`).join('\n');
   await writeSection('estoque', `## Stock movements and the catalog (issue 4)
 
 ${ACCOUNTS} accounts with one key each and ${VARIATIONS_PER_ACCOUNT} variations each, requests spread over
@@ -188,8 +191,8 @@ the pair with the median ratio is in the table (the machine's speed drifts betwe
 catalog page is read from ${CATALOG_ACCOUNTS} accounts of ${CATALOG_PRODUCTS} products each, from the stored documents and
 (the baseline, in its own process) built per request as before; they too run alternately ${PAIRS} times.
 
-| run | req/s | p50 ms | p99 ms | non-2xx/errors | CPU µs per request | WAL and rows written per request |
-| --- | ---: | ---: | ---: | ---: | --- | --- |
+| run | req/s | p50 ms | p99 ms | non-2xx/errors | CPU µs per request | WAL and rows written per request | server's peak RSS, MB |
+| --- | ---: | ---: | ---: | ---: | --- | --- | ---: |
 ${table}
 
 - Movements per second: **${mov.rps}** (p50 ${mov.p50} ms, p99 ${mov.p99} ms); ${criados} movements
