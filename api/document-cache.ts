@@ -29,15 +29,18 @@ export class DocumentCache {
     return entry.bytes;
   }
 
-  /** Holds a document at its version, in place of any other version of the product. */
+  /**
+   * Holds a document at its version, in place of an older version of the product (a page that read
+   * an older one after another page held a newer one sends it, and leaves the newer one held).
+   */
   set(contaId: string, id: string, version: number, documento: string): Buffer {
+    const key = `${contaId}/${id}`;
     const length = Buffer.byteLength(documento);
     // Sent once and dropped: from Node's shared pool, as any small Buffer.
-    if (length > this.maxBytes) return Buffer.from(documento);
+    if (length > this.maxBytes || (this.#entries.get(key)?.version ?? -1) > version) return Buffer.from(documento);
     // Held: an allocation of its own, as a pooled one would keep its whole 8 KB slab alive.
     const bytes = Buffer.allocUnsafeSlow(length);
     bytes.write(documento);
-    const key = `${contaId}/${id}`;
     this.#drop(key);
     this.#entries.set(key, { version, bytes });
     this.#bytes += bytes.length;

@@ -55,6 +55,9 @@ test('a document is held at one version: another version of the product is not i
   cache.set('c', 'p', 4, '{"v":4}');
   assert.is(cache.get('c', 'p', 3), undefined, 'the new version replaced it');
   assert.equal(cache.usage, { bytes: 7, documents: 1 });
+  assert.is(cache.set('c', 'p', 3, '{"v":3}').toString(), '{"v":3}', 'an older version read late is still given back');
+  assert.is(cache.get('c', 'p', 4)?.toString(), '{"v":4}', 'and the newer one stays held');
+  assert.is(cache.get('c', 'p', 3), undefined);
 });
 
 test('within its bytes, the least recently used document goes first', () => {
