@@ -33,8 +33,6 @@ export function pageClauses(alias: string, sort: SortColumn, page: Pagina, direc
   return {
     where: sql.join(conditions, sql.fragment` AND `),
     cursorColumn: sql.fragment`${column}::text AS cursor_ts`,
-    /** The list's order alone (e.g. for row_number() over the page). */
-    order: sortKey,
     orderLimit: sql.fragment`ORDER BY ${sortKey} LIMIT ${page.limite + 1}`,
   };
 }
