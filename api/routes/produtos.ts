@@ -1,7 +1,8 @@
 // GET /produtos and GET /produtos/{id}: the catalog with variations, parts and price tiers per
 // sales channel (DESIGN §9). The list costs 1 + 1 per 25 products (contract §8.2): charged from
 // limite on admission, settled to the products actually returned. Both read each product's
-// document (shared/db/produtos.ts); a page's text goes to the client as PostgreSQL joined it.
+// document (shared/db/produtos.ts); a page's documents go to the client as PostgreSQL keeps them,
+// most of them from those this process already holds (api/document-cache.ts).
 import { z } from 'zod';
 import { lerProduto } from '../../shared/db/produtos.ts';
 import { paginaDeDocumentos } from '../document-cache.ts';
