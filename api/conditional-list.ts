@@ -9,7 +9,7 @@ import { jsonBytes } from './compression.ts';
 import type { Cost } from './cost.ts';
 import { etagForPage, ifNoneMatchMatches } from './etag.ts';
 import type { RequestState } from './request-state.ts';
-import type { AnyRoute, Deps, Reply } from './routes/types.ts';
+import type { AnyRoute, Deps, JsonBody, Reply } from './routes/types.ts';
 
 export const isConditionalList = (route: AnyRoute) => !!route.conditional && 'lista' in route.conditional;
 
@@ -18,8 +18,13 @@ export async function conditionalPage(deps: Deps, req: Request, route: AnyRoute,
   // Serialized once (or already, by PostgreSQL) and encoded once: the reply sends the same bytes the
   // tag is made of, unless the route knows the tag from its rows' versions (a catalog page, ~280 KB)
   // and the bytes need no hashing.
-  const json = reply.etag !== undefined && reply.json !== undefined ? reply.json : jsonBytes(reply.json ?? JSON.stringify(reply.body));
-  const etag = reply.etag ?? etagForPage(jsonBytes(json));
+  let json: JsonBody = reply.json ?? JSON.stringify(reply.body);
+  let etag = reply.etag;
+  if (etag === undefined) {
+    const bytes = jsonBytes(json);
+    json = bytes;
+    etag = etagForPage(bytes);
+  }
   const headers = { ...reply.headers, ETag: etag };
   if (ifNoneMatchMatches(req.headers['if-none-match'], etag)) return { status: 304, headers, billing: 'not_modified' };
   if (state.charge?.repeticao) {

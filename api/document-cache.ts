@@ -3,7 +3,7 @@
 // catalog's trigger moves both), so a document held at the version a page names is the one the
 // database holds: a page reads its products' versions, and only the documents not held at those
 // versions travel from PostgreSQL. Least recently used first out, within CATALOGO_CACHE_MB.
-import { documentosDosProdutos, paginaDeProdutos, type FiltrosProdutos, type PaginaDeProdutos } from '../shared/db/produtos.ts';
+import { documentosDosProdutos, paginaDeProdutos, type FiltrosProdutos, type PaginaDeProdutos, type ProdutoNaPagina } from '../shared/db/produtos.ts';
 import type { Db } from '../shared/db/pool.ts';
 
 type Entry = { version: number; bytes: Buffer; used: boolean };
@@ -75,7 +75,7 @@ export class DocumentCache {
 }
 
 /** A page as the response sends it: each product's document in order, and the versions they are at. */
-export type PaginaDeDocumentos = { documentos: Buffer[]; produtos: PaginaDeProdutos['produtos']; proxima: PaginaDeProdutos['proxima'] };
+export type PaginaDeDocumentos = PaginaDeProdutos & { documentos: Buffer[] };
 
 /**
  * A page of the account's products with their documents: the held ones, and the others read in one
@@ -88,18 +88,13 @@ export async function paginaDeDocumentos(db: Db, cache: DocumentCache, contaId: 
   const missing = pagina.produtos.filter((_, i) => held[i] === undefined).map((p) => p.id);
   const read = new Map((await documentosDosProdutos(db, contaId, missing)).map((d) => [d.id, d]));
   const documentos: Buffer[] = [];
-  const produtos: PaginaDeProdutos['produtos'] = [];
-  pagina.produtos.forEach((p, i) => {
-    const bytes = held[i];
-    if (bytes) {
-      documentos.push(bytes);
-      produtos.push(p);
-      return;
-    }
-    const fresh = read.get(p.id);
-    if (!fresh) return;
-    documentos.push(cache.set(contaId, fresh.id, fresh.row_version, fresh.documento));
-    produtos.push({ id: fresh.id, row_version: fresh.row_version });
-  });
+  const produtos: ProdutoNaPagina[] = [];
+  for (const [i, p] of pagina.produtos.entries()) {
+    const fresh = held[i] ? undefined : read.get(p.id);
+    const bytes = held[i] ?? (fresh && cache.set(contaId, fresh.id, fresh.row_version, fresh.documento));
+    if (!bytes) continue;
+    documentos.push(bytes);
+    produtos.push(fresh ? { id: fresh.id, row_version: fresh.row_version } : p);
+  }
   return { documentos, produtos, proxima: pagina.proxima };
 }

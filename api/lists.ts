@@ -129,7 +129,10 @@ const COMMA = Buffer.from(',');
  */
 export function jsonPage(itens: readonly (string | Buffer)[], next: Posicao | null, query: { vinculo: string }): (string | Buffer)[] {
   const pieces: (string | Buffer)[] = ['{"dados":['];
-  itens.forEach((item, i) => (i > 0 ? pieces.push(COMMA, item) : pieces.push(item)));
+  for (const [i, item] of itens.entries()) {
+    if (i > 0) pieces.push(COMMA);
+    pieces.push(item);
+  }
   pieces.push(`]${pageTail(next, query)}`);
   return pieces;
 }
