@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { projectRoot } from '../shared/config.ts';
 import { sql, type Tx } from '../shared/db/pool.ts';
+import { reserveDeliveries } from '../shared/db/deliveries.ts';
 import { createTestDatabase, rolledBack, type TestDatabase } from './helpers/db.ts';
 import { addKey, createAccount } from './helpers/fixtures.ts';
 import { admitSequence } from './helpers/limits.ts';
@@ -122,8 +123,7 @@ for (const plano of NAMES) {
   test(`${plano}: ${q.entregas_webhook_por_hora} webhook deliveries an hour, none more that hour, the cap whole again the next`, async () => {
     await inTx(async (tx) => {
       const account = await createAccount(tx, { plano });
-      const reserve = (n: number) => tx.oneFirst(sql.type(z.object({ concedidas: z.number() }))`
-        SELECT concedidas FROM reservar_entregas_webhook(ARRAY[${account.contaId}]::uuid[], ARRAY[${n}]::int[])`);
+      const reserve = async (n: number) => (await reserveDeliveries(tx, new Map([[account.contaId, n]]))).get(account.contaId);
       assert.is(await reserve(q.entregas_webhook_por_hora - 1), q.entregas_webhook_por_hora - 1);
       assert.is(await reserve(2), 1, 'only the last one of the hour is granted');
       assert.is(await reserve(1), 0);

@@ -3,6 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { sql } from '../shared/db/pool.ts';
+import { reserveDeliveries } from '../shared/db/deliveries.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount, createPlan } from './helpers/fixtures.ts';
 import { awayFromHourBoundary } from './helpers/uso.ts';
@@ -90,9 +91,7 @@ test('reservations at once for one account (several workers) grant the hour\'s c
   await awayFromHourBoundary(app.db.pool);
   await createPlan(app.db.pool, 'vinte_por_hora', { entregas_webhook_por_hora: 20 });
   const conta = await createAccount(app.db.pool, { plano: 'vinte_por_hora' });
-  const reserve = (n: number) => app.db.pool.oneFirst(sql.type(z.object({ concedidas: z.number() }))`
-    SELECT concedidas FROM reservar_entregas_webhook(ARRAY[${conta.contaId}, ${other.contaId}]::uuid[], ARRAY[${n}, 0]::int[])
-     WHERE conta_id = ${conta.contaId}`);
+  const reserve = async (n: number) => (await reserveDeliveries(app.db.pool, new Map([[conta.contaId, n], [other.contaId, 0]]))).get(conta.contaId) ?? 0;
   const granted = await Promise.all(Array.from({ length: 12 }, () => reserve(3)));
   assert.is(granted.reduce((a, b) => a + b, 0), 20, `granted ${granted.join(', ')}`);
   assert.ok(granted.every((g) => g >= 0 && g <= 3));

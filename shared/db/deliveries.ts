@@ -41,11 +41,38 @@ export function placesLeft(t: Pick<TakeLimits, 'endpoints'>) {
                       AS b (endpoint_id, n)`;
 }
 
-/** The hourly cap reserved for the deliveries a relation `asked` (conta_id, n) counts per account. */
+/**
+ * Reserves the hourly cap (planos.entregas_webhook_por_hora) for the deliveries a relation `asked`
+ * (conta_id, n: one row per account) asks for: a data-modifying statement for a CTE, returning
+ * (conta_id, concedidas). The hour's row of each account is inserted or, when it exists, locked and
+ * added to, in account order (two workers reserving for the same accounts never deadlock); a new
+ * hour grants what its plan allows, an hour begun what is left of it. Each row keeps what this
+ * reservation granted (ultima_reserva), which is what RETURNING can read. It runs inside the
+ * statements that take deliveries and record their attempts' start (takeDeliveries, relayOutbox),
+ * which commit durably for the attempts' sake; a PL/pgSQL function of it cost a third more.
+ */
 export function reserveFor(asked: string) {
   const from = sql.identifier([asked]);
-  return sql.fragment`reservar_entregas_webhook(
-    (SELECT array_agg(conta_id ORDER BY conta_id) FROM ${from}), (SELECT array_agg(n ORDER BY conta_id) FROM ${from}))`;
+  return sql.fragment`
+    INSERT INTO webhook_uso_por_hora AS u (conta_id, hora, entregas, ultima_reserva)
+    SELECT a.conta_id, date_trunc('hour', now(), 'UTC'), least(a.n, pl.entregas_webhook_por_hora), least(a.n, pl.entregas_webhook_por_hora)
+      FROM ${from} a JOIN contas c ON c.id = a.conta_id JOIN planos pl ON pl.id = c.plano_id
+     ORDER BY a.conta_id
+    ON CONFLICT ON CONSTRAINT webhook_uso_por_hora_pkey DO UPDATE
+      SET (ultima_reserva, entregas) = (
+        SELECT g.n, u.entregas + g.n
+          FROM (SELECT least(excluded.ultima_reserva, greatest(0, pl.entregas_webhook_por_hora - u.entregas)) AS n
+                  FROM contas c JOIN planos pl ON pl.id = c.plano_id WHERE c.id = u.conta_id) g)
+    RETURNING u.conta_id, u.ultima_reserva AS concedidas`;
+}
+
+/** Reserves the hourly cap for `asked` deliveries per account, alone (reserveFor): granted per account. */
+export async function reserveDeliveries(db: Db, asked: ReadonlyMap<string, number>): Promise<Map<string, number>> {
+  const rows = await db.any(sql.type(z.object({ conta_id: z.string(), concedidas: z.number() }))`
+    WITH asked AS (SELECT * FROM ${sql.unnest([...asked], ['uuid', 'int4'])} AS a (conta_id, n)),
+         granted AS (${reserveFor('asked')})
+    SELECT conta_id, concedidas FROM granted`);
+  return new Map(rows.map((r) => [r.conta_id, r.concedidas]));
 }
 
 export const TakenDelivery = z.object({
@@ -72,7 +99,7 @@ export type TakenDelivery = z.infer<typeof TakenDelivery>;
  * Takes due deliveries, in one statement that commits durably before any request goes out: the
  * due deliveries nobody holds (a lease that ran out makes its delivery due again) in next_attempt_at
  * order, within the worker's bounds per endpoint, locked once chosen (SKIP LOCKED); then, by the
- * hourly cap reserved for their accounts (reservar_entregas_webhook), each one is either taken (a
+ * hourly cap reserved for their accounts (reserveFor), each one is either taken (a
  * new lease token, next_attempt_at at the lease's end, one more attempt recorded as started in
  * delivery_attempts without an outcome), held until the next hour (over the cap: no attempt), or closed (its endpoint
  * was disabled). Returns the deliveries taken, with their event and endpoint: all a request needs.
@@ -100,16 +127,17 @@ export async function takeDeliveries(db: Db, t: TakeLimits): Promise<readonly Ta
       -- when its lock is granted, and one it is taking now is skipped. (completed_at IS NULL is
       -- status = 'pending', by deliveries_check, written so that the planner never reads the due
       -- index for these lookups by key: its statistics lag behind a backlog.)
-      SELECT d.conta_id, d.id, d.endpoint_id, d.event_id, e.ativo
+      -- The endpoint is read per row, not joined: joined, the generic plan reached the deliveries
+      -- through the endpoint's index and read all of one endpoint's backlog for each one chosen.
+      SELECT d.conta_id, d.id, d.endpoint_id, d.event_id,
+             (SELECT e.ativo FROM webhook_endpoints e WHERE e.conta_id = d.conta_id AND e.id = d.endpoint_id) AS ativo
         FROM bounded b
         JOIN deliveries d ON d.conta_id = b.conta_id AND d.id = b.id
-        JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
        WHERE d.completed_at IS NULL AND d.next_attempt_at <= now()
          FOR UPDATE OF d SKIP LOCKED
     ), wanted AS (
       SELECT conta_id, count(*)::int AS n FROM chosen WHERE ativo GROUP BY conta_id
-    ), granted AS MATERIALIZED (
-      SELECT * FROM ${reserveFor('wanted')}
+    ), granted AS (${reserveFor('wanted')}
     ), decided AS MATERIALIZED (
       SELECT c.conta_id, c.id, c.endpoint_id, c.event_id,
              CASE WHEN NOT c.ativo THEN 'closed'
@@ -228,6 +256,10 @@ export async function recordResults(db: Db, results: readonly DeliveryResult[], 
     r.attempt.number, r.attempt.startedAt.toISOString(), r.attempt.durationMs, r.attempt.succeeded,
     r.attempt.responseStatus, r.attempt.responseBody, r.attempt.error,
   ]);
+  const endpointRuns = [
+    ...runs.healthy.map((h) => [h.contaId, h.endpointId, null]),
+    ...runs.failing.map((f) => [f.contaId, f.endpointId, f.since.toISOString()]),
+  ];
   const recorded = await db.anyFirst(sql.prepared('record_results', z.object({ id: z.string() }))`
     WITH r AS (
       SELECT * FROM ${sql.unnest(tuples, ['uuid', 'uuid', 'uuid', 'text', 'timestamptz', 'int4', 'timestamptz', 'int4', 'bool', 'int4', 'text', 'text'])}
@@ -255,15 +287,13 @@ export async function recordResults(db: Db, results: readonly DeliveryResult[], 
         FROM updated u JOIN r ON r.conta_id = u.conta_id AND r.delivery_id = u.id
        WHERE a.conta_id = u.conta_id AND a.delivery_id = u.id AND a.succeeded IS NULL
          AND (a.attempt = r.attempt OR a.error IS NULL)
-    ), healthy AS (
-      UPDATE webhook_endpoints e SET falhando_desde = NULL
-        FROM ${sql.unnest(runs.healthy.map((h) => [h.contaId, h.endpointId]), ['uuid', 'uuid'])} AS h (conta_id, id)
-       WHERE e.conta_id = h.conta_id AND e.id = h.id AND e.falhando_desde IS NOT NULL
-    ), failing AS (
-      UPDATE webhook_endpoints e SET falhando_desde = f.since
-        FROM ${sql.unnest(runs.failing.map((f) => [f.contaId, f.endpointId, f.since.toISOString()]), ['uuid', 'uuid', 'timestamptz'])}
-             AS f (conta_id, id, since)
-       WHERE e.conta_id = f.conta_id AND e.id = f.id AND e.falhando_desde IS NULL
+    ), runs AS (
+      -- One statement for both kinds, driven by the endpoints named (a NULL since ends a run): two,
+      -- each with an empty list most of the time, read the whole endpoints table in their generic plans.
+      UPDATE webhook_endpoints e SET falhando_desde = x.since
+        FROM ${sql.unnest(endpointRuns, ['uuid', 'uuid', 'timestamptz'])} AS x (conta_id, id, since)
+       WHERE e.conta_id = x.conta_id AND e.id = x.id
+         AND CASE WHEN x.since IS NULL THEN e.falhando_desde IS NOT NULL ELSE e.falhando_desde IS NULL END
     )
     SELECT id FROM updated`);
   return new Set(recorded);

@@ -99,7 +99,7 @@ const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries:
  * is left to a later pass.
  *
  * With `take`, the relaying worker takes the deliveries it creates, within its bounds per endpoint
- * and the hourly cap (reservar_entregas_webhook), as takeDeliveries would: leased and their first
+ * and the hourly cap (reserveFor), as takeDeliveries would: leased and their first
  * attempt recorded as started, in the same statement. At a steady rate an event then costs the
  * pipeline one statement less, and its delivery no wake-up (measured in BENCHMARKS.md). The rest are
  * due at once and the workers, woken at commit, take them (worker/webhooks/dispatcher.ts).
@@ -122,7 +122,8 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits): Pro
     ), marked AS MATERIALIZED (
       UPDATE outbox o SET relayed_at = now(), dados = coalesce(g.dados, o.dados), criado_em = coalesce(g.criado_em, o.criado_em)
         FROM ready c
-        LEFT JOIN LATERAL (SELECT * FROM evento_agrupado_atual(c.conta_id, c.tipo, c.dados) WHERE c.group_key IS NOT NULL) g ON true
+        -- OFFSET 0 keeps the condition inside, where it spares the call for an event of no group.
+        LEFT JOIN LATERAL (SELECT * FROM evento_agrupado_atual(c.conta_id, c.tipo, c.dados) WHERE c.group_key IS NOT NULL OFFSET 0) g ON true
        WHERE o.conta_id = c.conta_id AND o.id = c.id
       RETURNING o.conta_id, o.id, o.tipo, o.dados, o.criado_em
     ), dest AS MATERIALIZED (
@@ -135,8 +136,7 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits): Pro
       SELECT conta_id, event_id, endpoint_id FROM dest WHERE nth <= bound ORDER BY seq, endpoint_id LIMIT ${bounds.limit}
     ), asked AS (
       SELECT conta_id, count(*)::int AS n FROM wanted GROUP BY conta_id
-    ), granted AS MATERIALIZED (
-      SELECT * FROM ${reserveFor('asked')}
+    ), granted AS (${reserveFor('asked')}
     ), decided AS MATERIALIZED (
       SELECT d.conta_id, d.event_id, d.endpoint_id, d.seq,
              w.event_id IS NOT NULL

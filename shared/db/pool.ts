@@ -41,6 +41,8 @@ export type PoolOptions = {
    * the session defaults the release keeps on the role apply instead (applyDatabaseSettings).
    */
   pooled?: boolean;
+  /** Settings of every session, sent at connect (`-c name=value`); a pooled pool can have none. */
+  settings?: Readonly<Record<string, string>>;
 };
 
 /** What a session's timeouts are when its client does not say (the role's defaults in the database). */
@@ -102,6 +104,12 @@ export async function assertDatabaseUtf8(pool: Pool): Promise<void> {
 export async function createDatabasePool(url: string, options: PoolOptions): Promise<Pool> {
   const withName = new URL(url);
   withName.searchParams.set('application_name', options.applicationName);
+  const settings = Object.entries(options.settings ?? {});
+  if (settings.length > 0) {
+    if (options.pooled) throw new Error('a pooled pool has no session settings: its sessions are the pooler\'s');
+    const given = withName.searchParams.get('options');
+    withName.searchParams.set('options', [given, ...settings.map(([name, value]) => `-c ${name}=${value}`)].filter(Boolean).join(' '));
+  }
   return createPool(withName.toString(), {
     maxPoolSize: options.size,
     statementTimeout: options.pooled ? 'DISABLE_TIMEOUT' : options.statementTimeoutMs,

@@ -5,7 +5,7 @@
 // Every held lease is renewed every few seconds in one statement; each delivery is held until its
 // outcome is recorded. A worker that dies leaves its leases to run out (lease.ts).
 import pLimit, { type LimitFunction } from 'p-limit';
-import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type Lease, type TakeLimits, type TakenDelivery } from '../../shared/db/deliveries.ts';
+import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type DeliveryResult, type Lease, type TakeLimits, type TakenDelivery } from '../../shared/db/deliveries.ts';
 import type { Config } from '../../shared/config.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
@@ -104,18 +104,26 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
     return limit;
   }
 
-  /** Sends one held delivery and records its outcome, or gives it back unsent. */
-  async function send(h: Held): Promise<void> {
+  /** Sends one held delivery, or gives it back unsent (null). */
+  async function send(h: Held): Promise<DeliveryResult | null> {
     const fresh = performance.now() - h.confirmedAt < LEASE_MS - SEND_MARGIN_MS;
-    if (h.lost) return;
-    if (stopped || !fresh) return giveBack(leaseOf(h.row));
-    const result = await attemptDelivery(h.row, http, config.baseUrl);
-    await recorder.record({ result, failingSince: h.row.falhando_desde });
+    if (h.lost) return null;
+    if (stopped || !fresh) {
+      await giveBack(leaseOf(h.row));
+      return null;
+    }
+    return attemptDelivery(h.row, http, config.baseUrl);
   }
 
+  /**
+   * Sends a held delivery within the limits of requests in flight, then records its outcome: the
+   * limits bound requests, so the next request to the endpoint goes out while this one's outcome is
+   * being written (the delivery stays held, under its lease, until it is).
+   */
   function dispatch(h: Held): Promise<void> {
     const limit = endpointLimit(h.row.endpoint_id);
     return limit(() => inFlight(() => send(h)))
+      .then((result) => (result ? recorder.record({ result, failingSince: h.row.falhando_desde }) : undefined))
       .catch((error: unknown) => {
         // Not recorded: its lease runs out and it is sent again (a started attempt shows as interrupted).
         log.error({ err: error, delivery: h.row.id }, 'webhook attempt crashed');
