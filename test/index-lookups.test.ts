@@ -1,5 +1,6 @@
-// The hot path's functions (admission, the Idempotency-Key's claim, a batch of movements) find every
-// row by key with an index, whatever the statistics said when a connection first planned them. A
+// The hot path's functions (admission, the Idempotency-Key's claim, a batch of movements) and the
+// webhook pipeline's statements find every row by key with an index, whatever the statistics said
+// when a connection first planned them. A
 // connection plans a statement once; planned while a table was small, it was a sequential scan, kept
 // as the table grew (measured: 90 million rows read by the key's claim in a 15 s benchmark).
 import { randomUUID } from 'node:crypto';
@@ -8,11 +9,15 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { bodyHash } from '../api/idempotency.ts';
 import { movimentoDoLote, movimentosEmLote, type MovimentoPedido } from '../shared/db/estoque.ts';
+import { PIPELINE_SESSION_SETTINGS, recordResults, renewLeases, takeDeliveries, type TakenDelivery } from '../shared/db/deliveries.ts';
+import { relayOutbox } from '../shared/db/outbox.ts';
 import { createDatabasePool, sql, type Pool } from '../shared/db/pool.ts';
 import { criarProdutoCompleto, definirSaldo } from './helpers/catalogo.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { admitBatch } from './helpers/limits.ts';
+import { plantDeliveries, plantEndpoint, plantEvents } from './helpers/planted.ts';
+import { emit } from './helpers/receiver.ts';
 
 const test = suite('hot-path lookups by index');
 let db: TestDatabase;
@@ -43,12 +48,13 @@ test.after(async () => {
 });
 
 const TABLES = ['chaves_api', 'contas', 'usuarios', 'planos', 'rate_buckets', 'minute_windows', 'uso_mensal', 'month_advances',
-  'request_slots', 'idempotency_keys', 'produtos', 'variacoes', 'locais', 'estoque_saldos', 'estoque_movimentos', 'outbox'];
+  'request_slots', 'idempotency_keys', 'produtos', 'variacoes', 'locais', 'estoque_saldos', 'estoque_movimentos', 'outbox',
+  'deliveries', 'delivery_attempts'];
 
 /** Sequential scans of each table so far, with the judged connection's counts flushed first. */
-async function seqScans(): Promise<Record<string, number>> {
-  await one.query(sql.unsafe`SELECT pg_stat_force_next_flush()`);
-  await one.query(sql.unsafe`SELECT 1`);
+async function seqScans(judged: Pool = one): Promise<Record<string, number>> {
+  await judged.query(sql.unsafe`SELECT pg_stat_force_next_flush()`);
+  await judged.query(sql.unsafe`SELECT 1`);
   const rows = await db.pool.any(sql.type(z.object({ relname: z.string(), seq_scan: z.number() }))`
     SELECT relname::text, seq_scan FROM pg_stat_user_tables WHERE relname = ANY (${sql.array(TABLES, 'text')})`);
   return Object.fromEntries(rows.map((r) => [r.relname, r.seq_scan]));
@@ -78,6 +84,65 @@ test('admission and a batch of movements with their keys read no table sequentia
   const after = await seqScans();
   const scanned = TABLES.filter((t) => (after[t] ?? 0) > (before[t] ?? 0)).map((t) => `${t} (${(after[t] ?? 0) - (before[t] ?? 0)})`);
   assert.equal(scanned, [], `read sequentially: ${scanned.join(', ')}`);
+});
+
+/** Index scans of each of deliveries' indexes so far, flushed as seqScans does. */
+async function deliveriesIndexScans(pool: Pool): Promise<Record<string, number>> {
+  await pool.query(sql.unsafe`SELECT pg_stat_force_next_flush()`);
+  await pool.query(sql.unsafe`SELECT 1`);
+  const rows = await db.pool.any(sql.type(z.object({ name: z.string(), idx_scan: z.number() }))`
+    SELECT indexrelname::text AS name, idx_scan FROM pg_stat_user_indexes WHERE relname = 'deliveries'`);
+  return Object.fromEntries(rows.map((r) => [r.name, r.idx_scan]));
+}
+
+/**
+ * Twelve rounds of what a worker does to one endpoint's backlog, on one connection of its own (more
+ * calls than PostgreSQL plans a statement for before it keeps a generic plan): relays a new event
+ * and takes it, takes ten more, renews their leases and records their outcomes.
+ */
+async function workBacklog(endpointId: string): Promise<{ taken: number; scanned: string[]; byEndpoint: number }> {
+  const worker = await createDatabasePool(db.url, { size: 1, statementTimeoutMs: 30_000, applicationName: 'test-pipeline', settings: PIPELINE_SESSION_SETTINGS });
+  try {
+    const before = await seqScans(worker);
+    const indexesBefore = await deliveriesIndexScans(worker);
+    const bounds = { limit: 10, scan: 40, perEndpoint: 20, endpoints: new Map<string, number>(), leaseMs: 30_000 };
+    let taken = 0;
+    for (let i = 0; i < 12; i++) {
+      await emit(db.pool, conta.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' });
+      const relayed = await relayOutbox(worker, 500, bounds);
+      const rows: TakenDelivery[] = [...relayed.taken, ...(await takeDeliveries(worker, bounds))];
+      taken += rows.length;
+      await renewLeases(worker, rows.map((r) => ({ contaId: r.conta_id, deliveryId: r.id, leaseId: r.lease_id })), 30_000);
+      const recorded = await recordResults(worker, rows.map((r) => ({
+        contaId: r.conta_id, deliveryId: r.id, leaseId: r.lease_id, endpointId: r.endpoint_id, status: 'succeeded' as const, nextAttemptAt: null, disable: null,
+        attempt: { number: r.attempt, startedAt: new Date(), durationMs: 3, succeeded: true, responseStatus: 204, responseBody: null, error: null },
+      })), { healthy: [{ contaId: conta.contaId, endpointId }], failing: [] });
+      assert.is(recorded.size, rows.length);
+    }
+    const after = await seqScans(worker);
+    const scanned = ['deliveries', 'delivery_attempts', 'outbox'].filter((t) => (after[t] ?? 0) > (before[t] ?? 0))
+      .map((t) => `${t} (${(after[t] ?? 0) - (before[t] ?? 0)})`);
+    const indexesAfter = await deliveriesIndexScans(worker);
+    return { taken, scanned, byEndpoint: (indexesAfter['deliveries_endpoint'] ?? 0) - (indexesBefore['deliveries_endpoint'] ?? 0) };
+  } finally {
+    await worker.end();
+  }
+}
+
+test('the webhook pipeline takes, records and renews one endpoint\'s deliveries by their keys, however long its backlog', async () => {
+  // A backlog of one endpoint. Both plans once read all of it: the take went through the
+  // endpoint's index for every delivery it chose (statistics not yet gathered), and the outcomes'
+  // statement read the table sequentially at the default random_page_cost (statistics gathered).
+  const endpointId = await plantEndpoint(db.pool, conta, 'https://erp.example.com/hooks/backlog');
+  const events = await plantEvents(db.pool, conta.contaId, { count: 3000 });
+  await plantDeliveries(db.pool, { contaId: conta.contaId, endpointId, eventIds: events, status: 'pending', nextAttemptAt: '-1 minute' });
+  for (const statistics of ['not yet gathered', 'gathered']) {
+    if (statistics === 'gathered') await db.pool.query(sql.unsafe`ANALYZE`);
+    const { taken, scanned, byEndpoint } = await workBacklog(endpointId);
+    assert.ok(taken >= 12 * 11, `statistics ${statistics}: each round takes its new event and ten of the backlog; ${taken} taken`);
+    assert.equal(scanned, [], `statistics ${statistics}: read sequentially: ${scanned.join(', ')}`);
+    assert.is(byEndpoint, 0, `statistics ${statistics}: deliveries found through their endpoint's index`);
+  }
 });
 
 test.run();

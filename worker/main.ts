@@ -2,6 +2,7 @@
 import type { PgBoss } from 'pg-boss';
 import { createBoss } from '../shared/boss.ts';
 import { loadConfigOrExit, type Config } from '../shared/config.ts';
+import { PIPELINE_SESSION_SETTINGS } from '../shared/db/deliveries.ts';
 import { garantirParticoes } from '../shared/db/particoes.ts';
 import { assertDatabaseUtf8, createDatabasePool } from '../shared/db/pool.ts';
 import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
@@ -13,15 +14,6 @@ import type { WorkerDeps } from './jobs/types.ts';
 import { startWebhooks } from './webhooks/index.ts';
 
 
-/**
- * The pipeline's statements look rows up by key from arrays the worker sends (shared/db/deliveries.ts),
- * planned once per session. At the default random_page_cost (4, a disk's) their generic plans read
- * the whole deliveries table of a few thousand rows instead of its primary key, so PostgreSQL planned
- * the outcomes' statement anew at every call; the working tables are small and cached, which is
- * what 1.1 says (measured in BENCHMARKS.md, webhooks).
- */
-const WORKER_SESSION_SETTINGS = { random_page_cost: '1.1' };
-
 export type RunningWorker = { boss: PgBoss; stop(): Promise<void> };
 
 export async function startWorker(config: Config, databaseUrl: string, log: Logger): Promise<RunningWorker> {
@@ -29,7 +21,7 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
     size: config.DB_POOL_SIZE,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     applicationName: 'worker',
-    settings: WORKER_SESSION_SETTINGS,
+    settings: PIPELINE_SESSION_SETTINGS,
   });
   await assertDatabaseUtf8(pool).catch(async (error: unknown) => {
     await pool.end();

@@ -10,6 +10,15 @@ import { z } from 'zod';
 import type { MotivoDesativacao } from '../domain/webhooks.ts';
 import { sql, type Db } from './pool.ts';
 
+/**
+ * The worker's sessions (worker/main.ts). These statements look rows up by key from arrays the worker
+ * sends, and are planned once per session. At the default random_page_cost (4, a disk's) their generic
+ * plans read the whole deliveries table of a few thousand rows rather than its primary key, and
+ * PostgreSQL planned the outcomes' statement anew at every call; the working tables are small and
+ * cached, which is what 1.1 says (test/index-lookups.test.ts; BENCHMARKS.md, webhooks).
+ */
+export const PIPELINE_SESSION_SETTINGS = { random_page_cost: '1.1' } as const;
+
 /** The NOTIFY channel that wakes the workers when deliveries become due (new, replayed, moved). */
 export const CHANNEL_DUE = 'webhook_delivery_due';
 
