@@ -9,7 +9,8 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { bodyHash } from '../api/idempotency.ts';
 import { movimentoDoLote, movimentosEmLote, type MovimentoPedido } from '../shared/db/estoque.ts';
-import { PIPELINE_SESSION_SETTINGS, recordResults, renewLeases, takeDeliveries, type TakenDelivery } from '../shared/db/deliveries.ts';
+import { PIPELINE_SESSION_SETTINGS, renewLeases, takeDeliveries, type TakenDelivery } from '../shared/db/deliveries.ts';
+import { recordResults } from '../shared/db/outcomes.ts';
 import { relayOutbox } from '../shared/db/outbox.ts';
 import { createDatabasePool, sql, type Pool } from '../shared/db/pool.ts';
 import { criarProdutoCompleto, definirSaldo } from './helpers/catalogo.ts';
@@ -100,7 +101,7 @@ async function deliveriesIndexScans(pool: Pool): Promise<Record<string, number>>
  * calls than PostgreSQL plans a statement for before it keeps a generic plan): relays a new event
  * and takes it, takes ten more, renews their leases and records their outcomes.
  */
-async function workBacklog(endpointId: string): Promise<{ taken: number; scanned: string[]; byEndpoint: number }> {
+async function workBacklog(endpointId: string): Promise<{ taken: number; scanned: string[]; byEndpoint: number; replanned: string[] }> {
   const worker = await createDatabasePool(db.url, { size: 1, statementTimeoutMs: 30_000, applicationName: 'test-pipeline', settings: PIPELINE_SESSION_SETTINGS });
   try {
     const before = await seqScans(worker);
@@ -123,7 +124,13 @@ async function workBacklog(endpointId: string): Promise<{ taken: number; scanned
     const scanned = ['deliveries', 'delivery_attempts', 'outbox'].filter((t) => (after[t] ?? 0) > (before[t] ?? 0))
       .map((t) => `${t} (${(after[t] ?? 0) - (before[t] ?? 0)})`);
     const indexesAfter = await deliveriesIndexScans(worker);
-    return { taken, scanned, byEndpoint: (indexesAfter['deliveries_endpoint'] ?? 0) - (indexesBefore['deliveries_endpoint'] ?? 0) };
+    // PostgreSQL plans a statement for its values its first five times, then keeps the generic plan
+    // unless that looks costlier: then it plans every call anew.
+    const plans = await worker.any(sql.type(z.object({ name: z.string(), custom_plans: z.number() }))`
+      SELECT name, custom_plans FROM pg_prepared_statements WHERE name = ANY (${sql.array(['relay_outbox', 'take_deliveries', 'renew_leases', 'record_results'], 'text')})`);
+    assert.is(plans.length, 4, 'the statements are prepared by name');
+    const replanned = plans.filter((p) => p.custom_plans > 5).map((p) => `${p.name} (${p.custom_plans})`);
+    return { taken, scanned, byEndpoint: (indexesAfter['deliveries_endpoint'] ?? 0) - (indexesBefore['deliveries_endpoint'] ?? 0), replanned };
   } finally {
     await worker.end();
   }
@@ -135,13 +142,17 @@ test('the webhook pipeline takes, records and renews one endpoint\'s deliveries 
   // statement read the table sequentially at the default random_page_cost (statistics gathered).
   const endpointId = await plantEndpoint(db.pool, conta, 'https://erp.example.com/hooks/backlog');
   const events = await plantEvents(db.pool, conta.contaId, { count: 3000 });
-  await plantDeliveries(db.pool, { contaId: conta.contaId, endpointId, eventIds: events, status: 'pending', nextAttemptAt: '-1 minute' });
+  // Retries, each with its first attempt in the log: the attempts' table is as long as the backlog.
+  await plantDeliveries(db.pool, {
+    contaId: conta.contaId, endpointId, eventIds: events, status: 'pending', nextAttemptAt: '-1 minute', attempts: [{ ago: '2 minutes', status: 503 }],
+  });
   for (const statistics of ['not yet gathered', 'gathered']) {
     if (statistics === 'gathered') await db.pool.query(sql.unsafe`ANALYZE`);
-    const { taken, scanned, byEndpoint } = await workBacklog(endpointId);
+    const { taken, scanned, byEndpoint, replanned } = await workBacklog(endpointId);
     assert.ok(taken >= 12 * 11, `statistics ${statistics}: each round takes its new event and ten of the backlog; ${taken} taken`);
     assert.equal(scanned, [], `statistics ${statistics}: read sequentially: ${scanned.join(', ')}`);
     assert.is(byEndpoint, 0, `statistics ${statistics}: deliveries found through their endpoint's index`);
+    assert.equal(replanned, [], `statistics ${statistics}: planned at every call: ${replanned.join(', ')}`);
   }
 });
 

@@ -7,17 +7,24 @@
 // (deliveries_lease_pending): lookups by key and lease never say status = 'pending', which would let
 // the planner scan the due index instead (the partial index's statistics lag behind a backlog).
 import { z } from 'zod';
-import type { MotivoDesativacao } from '../domain/webhooks.ts';
+import { NO_OUTCOMES, recordCtes, recordedIds, type Outcomes } from './outcomes.ts';
 import { sql, type Db } from './pool.ts';
 
 /**
- * The worker's sessions (worker/main.ts). These statements look rows up by key from arrays the worker
- * sends, and are planned once per session. At the default random_page_cost (4, a disk's) their generic
- * plans read the whole deliveries table of a few thousand rows rather than its primary key, and
- * PostgreSQL planned the outcomes' statement anew at every call; the working tables are small and
- * cached, which is what 1.1 says (test/index-lookups.test.ts; BENCHMARKS.md, webhooks).
+ * The worker's sessions (worker/main.ts). The pipeline's statements look rows up by key from arrays
+ * the worker sends and are prepared once per session; PostgreSQL plans a prepared statement for its
+ * values five times, then keeps one generic plan unless that looks costlier. Two settings make that
+ * plan the one kept (test/index-lookups.test.ts; BENCHMARKS.md, webhooks):
+ * - random_page_cost 1.1, not a disk's 4: the working tables are small and cached. At 4 the
+ *   outcomes' generic plan read the whole deliveries table of a few thousand rows instead of its
+ *   primary key, and PostgreSQL planned that statement anew at every call.
+ * - plan_cache_mode force_generic_plan: a generic plan guesses ten elements in each array. With one
+ *   endpoint's backlog, "not one of ten endpoints" reads as no row at all, so the take's generic plan
+ *   looked costlier than one planned for an empty list, and the take was planned at every call, to
+ *   the same plan. No other statement of the worker needs a plan made for its values: their partial
+ *   indexes name constants, and its partitioned tables are pruned when a plan starts.
  */
-export const PIPELINE_SESSION_SETTINGS = { random_page_cost: '1.1' } as const;
+export const PIPELINE_SESSION_SETTINGS = { random_page_cost: '1.1', plan_cache_mode: 'force_generic_plan' } as const;
 
 /** The NOTIFY channel that wakes the workers when deliveries become due (new, replayed, moved). */
 export const CHANNEL_DUE = 'webhook_delivery_due';
@@ -112,15 +119,17 @@ export type TakenDelivery = z.infer<typeof TakenDelivery>;
  * new lease token, next_attempt_at at the lease's end, one more attempt recorded as started in
  * delivery_attempts without an outcome), held until the next hour (over the cap: no attempt), or closed (its endpoint
  * was disabled). Returns the deliveries taken, with their event and endpoint: all a request needs.
+ * The same statement writes `outcomes`, the worker's finished attempts (shared/db/outcomes.ts).
  */
-export async function takeDeliveries(db: Db, t: TakeLimits): Promise<readonly TakenDelivery[]> {
+export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes = NO_OUTCOMES): Promise<readonly TakenDelivery[]> {
   const full = [...t.endpoints].filter(([, n]) => n <= 0).map(([id]) => id);
   return db.any(sql.prepared('take_deliveries', TakenDelivery)`
-    WITH due AS MATERIALIZED (
+    WITH ${recordCtes(outcomes)}, due AS MATERIALIZED (
       SELECT d.conta_id, d.id, d.endpoint_id, d.next_attempt_at
         FROM deliveries d
        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
          AND NOT (d.endpoint_id = ANY (${sql.array(full, 'uuid')}::uuid[]))
+         AND NOT (d.id = ANY (${recordedIds(outcomes)}::uuid[]))
        ORDER BY d.next_attempt_at
        LIMIT ${t.scan}
     ), bounded AS MATERIALIZED (
@@ -217,93 +226,4 @@ export async function releaseLeases(db: Db, leases: readonly Lease[]): Promise<n
     DELETE FROM delivery_attempts a USING released r
      WHERE a.conta_id = r.conta_id AND a.delivery_id = r.id AND a.attempt = r.attempt AND a.succeeded IS NULL`);
   return released.rowCount;
-}
-
-/** What the log says of an attempt that has no outcome and never will: its worker stopped mid-request. */
-export const INTERRUPTED = 'interrompida: o worker parou antes de registrar a resposta; o receptor pode tê-la recebido';
-
-/** An HTTP attempt's outcome, and what follows for its delivery (shared/domain/webhooks.ts, decide). */
-export type DeliveryResult = Lease & {
-  endpointId: string;
-  status: 'pending' | 'succeeded' | 'failed';
-  nextAttemptAt: Date | null;
-  /** The outcome asks for the endpoint to be disabled (a 410). */
-  disable: MotivoDesativacao | null;
-  attempt: {
-    /** Its number, recorded as started when the delivery was taken. */
-    number: number;
-    startedAt: Date;
-    durationMs: number;
-    succeeded: boolean;
-    responseStatus: number | null;
-    responseBody: string | null;
-    error: string | null;
-  };
-};
-
-type EndpointRef = { contaId: string; endpointId: string };
-
-/** What a batch of outcomes says of their endpoints' runs of failures (worker/webhooks/recorder.ts). */
-export type EndpointRuns = {
-  /** A success ends an endpoint's run of failures. */
-  healthy: readonly EndpointRef[];
-  /** A failure starts a run of failures unless one is running. */
-  failing: readonly (EndpointRef & { since: Date })[];
-};
-
-/**
- * Records outcomes in one statement: the delivery moves on (next attempt, or done) and leaves its
- * lease, each attempt's row gets its outcome, any earlier attempt of the delivery still without one
- * is marked interrupted, and the endpoints' runs of failures follow `runs` (a request that was
- * answered says how its endpoint is, recorded or not). Returns the deliveries recorded; a result
- * whose lease another worker holds now is dropped.
- */
-export async function recordResults(db: Db, results: readonly DeliveryResult[], runs: EndpointRuns): Promise<Set<string>> {
-  if (results.length === 0) return new Set();
-  const tuples = results.map((r) => [
-    r.contaId, r.deliveryId, r.leaseId, r.status, r.nextAttemptAt?.toISOString() ?? null,
-    r.attempt.number, r.attempt.startedAt.toISOString(), r.attempt.durationMs, r.attempt.succeeded,
-    r.attempt.responseStatus, r.attempt.responseBody, r.attempt.error,
-  ]);
-  const endpointRuns = [
-    ...runs.healthy.map((h) => [h.contaId, h.endpointId, null]),
-    ...runs.failing.map((f) => [f.contaId, f.endpointId, f.since.toISOString()]),
-  ];
-  const recorded = await db.anyFirst(sql.prepared('record_results', z.object({ id: z.string() }))`
-    WITH r AS (
-      SELECT * FROM ${sql.unnest(tuples, ['uuid', 'uuid', 'uuid', 'text', 'timestamptz', 'int4', 'timestamptz', 'int4', 'bool', 'int4', 'text', 'text'])}
-        AS r (conta_id, delivery_id, lease_id, status, next_attempt_at,
-              attempt, started_at, duration_ms, succeeded, response_status, response_body, error)
-    ), updated AS (
-      UPDATE deliveries d SET
-        status = r.status,
-        next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at),
-        last_attempt_at = r.started_at,
-        last_error = NULL,
-        completed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
-        lease_id = NULL
-      FROM r
-      WHERE d.conta_id = r.conta_id AND d.id = r.delivery_id AND d.lease_id = r.lease_id
-      RETURNING d.conta_id, d.id
-    ), attempts AS (
-      UPDATE delivery_attempts a SET
-        started_at = CASE WHEN a.attempt = r.attempt THEN r.started_at ELSE a.started_at END,
-        duration_ms = CASE WHEN a.attempt = r.attempt THEN r.duration_ms END,
-        succeeded = CASE WHEN a.attempt = r.attempt THEN r.succeeded END,
-        response_status = CASE WHEN a.attempt = r.attempt THEN r.response_status END,
-        response_body = CASE WHEN a.attempt = r.attempt THEN r.response_body END,
-        error = CASE WHEN a.attempt = r.attempt THEN r.error ELSE ${INTERRUPTED} END
-        FROM updated u JOIN r ON r.conta_id = u.conta_id AND r.delivery_id = u.id
-       WHERE a.conta_id = u.conta_id AND a.delivery_id = u.id AND a.succeeded IS NULL
-         AND (a.attempt = r.attempt OR a.error IS NULL)
-    ), runs AS (
-      -- One statement for both kinds, driven by the endpoints named (a NULL since ends a run): two,
-      -- each with an empty list most of the time, read the whole endpoints table in their generic plans.
-      UPDATE webhook_endpoints e SET falhando_desde = x.since
-        FROM ${sql.unnest(endpointRuns, ['uuid', 'uuid', 'timestamptz'])} AS x (conta_id, id, since)
-       WHERE e.conta_id = x.conta_id AND e.id = x.id
-         AND CASE WHEN x.since IS NULL THEN e.falhando_desde IS NOT NULL ELSE e.falhando_desde IS NULL END
-    )
-    SELECT id FROM updated`);
-  return new Set(recorded);
 }

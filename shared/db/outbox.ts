@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { TIPOS_DE_EVENTO } from '../domain/eventos.ts';
 import { restoreEvent } from './archive.ts';
 import { CHANNEL_DUE, placesLeft, reserveFor, TakenDelivery, type TakeLimits } from './deliveries.ts';
+import { NO_OUTCOMES, recordCtes, type Outcomes } from './outcomes.ts';
 import { sql, type Db } from './pool.ts';
 
 // Only one relay runs at a time across all workers: events of an account are relayed in the order
@@ -102,14 +103,15 @@ const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries:
  * and the hourly cap (reserveFor), as takeDeliveries would: leased and their first
  * attempt recorded as started, in the same statement. At a steady rate an event then costs the
  * pipeline one statement less, and its delivery no wake-up (measured in BENCHMARKS.md). The rest are
- * due at once and the workers, woken at commit, take them (worker/webhooks/dispatcher.ts).
+ * due at once and the workers, woken at commit, take them (worker/webhooks/dispatcher.ts). The same
+ * statement writes `outcomes`, the worker's finished attempts (shared/db/outcomes.ts).
  */
-export async function relayOutbox(db: Db, limit: number, take?: TakeLimits): Promise<z.infer<typeof Relayed>> {
+export async function relayOutbox(db: Db, limit: number, take?: TakeLimits, outcomes: Outcomes = NO_OUTCOMES): Promise<z.infer<typeof Relayed>> {
   const bounds = take ?? { limit: 0, perEndpoint: 0, endpoints: new Map<string, number>(), leaseMs: 0 };
   // A named prepared statement: planned once per connection (it was planned at every pass, as long
   // as it ran).
   return db.one(sql.prepared('relay_outbox', Relayed)`
-    WITH relay_lock AS MATERIALIZED (
+    WITH ${recordCtes(outcomes)}, relay_lock AS MATERIALIZED (
       SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS held
     ), claimed AS MATERIALIZED (
       SELECT o.conta_id, o.id, o.tipo, o.endpoint_id, o.seq, o.group_key, o.dados FROM outbox o

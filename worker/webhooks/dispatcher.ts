@@ -5,7 +5,8 @@
 // Every held lease is renewed every few seconds in one statement; each delivery is held until its
 // outcome is recorded. A worker that dies leaves its leases to run out (lease.ts).
 import pLimit, { type LimitFunction } from 'p-limit';
-import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type DeliveryResult, type Lease, type TakeLimits, type TakenDelivery } from '../../shared/db/deliveries.ts';
+import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type Lease, type TakeLimits, type TakenDelivery } from '../../shared/db/deliveries.ts';
+import type { DeliveryResult, Outcomes } from '../../shared/db/outcomes.ts';
 import type { Config } from '../../shared/config.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
@@ -21,10 +22,10 @@ const POLL_MS = 1_000;
 export type Dispatcher = {
   wake(): void;
   /**
-   * Runs a relay pass that may take, for this worker, the deliveries it creates within `take`
-   * (shared/db/outbox.ts, relayOutbox); the events relayed.
+   * Runs a relay pass that may take, for this worker, the deliveries it creates within `take`, and
+   * writes the outcomes waiting (shared/db/outbox.ts, relayOutbox); the events relayed.
    */
-  relay(relayWith: (take: TakeLimits) => Promise<{ relayed: number; taken: readonly TakenDelivery[] }>): Promise<number>;
+  relay(relayWith: (take: TakeLimits, outcomes?: Outcomes) => Promise<{ relayed: number; taken: readonly TakenDelivery[] }>): Promise<number>;
   stop(): Promise<void>;
 };
 
@@ -35,6 +36,8 @@ type Held = {
   confirmedAt: number;
   /** Another worker took it after the lease ran out: it must not be sent. */
   lost: boolean;
+  /** Its request has ended: only its outcome is left to write, which the next take or relay pass may do. */
+  finished: boolean;
 };
 
 /**
@@ -51,6 +54,13 @@ export function holdLimits(config: Config) {
   };
 }
 
+/** One less of `key` in a map of counts (the key leaves the map at zero). */
+function countDown(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left === 0) counts.delete(key);
+  else counts.set(key, left);
+}
+
 const leaseOf = (row: TakenDelivery): Lease => ({ contaId: row.conta_id, deliveryId: row.id, leaseId: row.lease_id });
 
 export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: WebhookHttp, recorder: Recorder): Dispatcher {
@@ -61,6 +71,8 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
   const perEndpoint = new Map<string, LimitFunction>();
   const held = new Map<string, Held>();
   const heldPerEndpoint = new Map<string, number>();
+  /** Of those held, the ones finished (Held.finished): places the next take frees as it writes their outcomes. */
+  const finished = { total: 0, perEndpoint: new Map<string, number>() };
   /**
    * Endpoints whose last take stopped at their bound (or that the take left out, full): they may
    * have more due, to take once they have room. The worker too, when its last take stopped at its
@@ -79,7 +91,7 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
   }, { max: 500, parallel: 1 });
 
   function hold(row: TakenDelivery, confirmedAt: number): Held {
-    const h = { row, confirmedAt, lost: false };
+    const h = { row, confirmedAt, lost: false, finished: false };
     held.set(row.id, h);
     heldPerEndpoint.set(row.endpoint_id, (heldPerEndpoint.get(row.endpoint_id) ?? 0) + 1);
     return h;
@@ -87,11 +99,29 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
 
   function release(h: Held): void {
     held.delete(h.row.id);
-    const left = (heldPerEndpoint.get(h.row.endpoint_id) ?? 1) - 1;
-    if (left === 0) heldPerEndpoint.delete(h.row.endpoint_id);
-    else heldPerEndpoint.set(h.row.endpoint_id, left);
-    // Room to take more of an endpoint that has more, or of any: the loop takes once for any number of these.
-    const room = (capped.has(h.row.endpoint_id) && limits.perEndpoint - left >= limits.refill) || (cappedTotal && limits.total - held.size >= minTake);
+    countDown(heldPerEndpoint, h.row.endpoint_id);
+    if (h.finished) {
+      finished.total--;
+      countDown(finished.perEndpoint, h.row.endpoint_id);
+    }
+    wakeIfRoom(h.row.endpoint_id);
+  }
+
+  /** Its request ended: the next take may write its outcome and use its place. */
+  function finish(h: Held): void {
+    h.finished = true;
+    finished.total++;
+    finished.perEndpoint.set(h.row.endpoint_id, (finished.perEndpoint.get(h.row.endpoint_id) ?? 0) + 1);
+    wakeIfRoom(h.row.endpoint_id);
+  }
+
+  /** Places taken: those held, less those finished (a take writes their outcomes and frees them). */
+  const busy = () => held.size - finished.total;
+  const busyAt = (endpointId: string) => (heldPerEndpoint.get(endpointId) ?? 0) - (finished.perEndpoint.get(endpointId) ?? 0);
+
+  // Room to take more of an endpoint that has more, or of any: the loop takes once for any number of these.
+  function wakeIfRoom(endpointId: string): void {
+    const room = (capped.has(endpointId) && limits.perEndpoint - busyAt(endpointId) >= limits.refill) || (cappedTotal && limits.total - busy() >= minTake);
     if (room) news.notify();
   }
 
@@ -123,7 +153,11 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
   function dispatch(h: Held): Promise<void> {
     const limit = endpointLimit(h.row.endpoint_id);
     return limit(() => inFlight(() => send(h)))
-      .then((result) => (result ? recorder.record({ result, failingSince: h.row.falhando_desde }) : undefined))
+      .then((result) => {
+        if (!result) return undefined;
+        finish(h);
+        return recorder.record({ result, failingSince: h.row.falhando_desde });
+      })
       .catch((error: unknown) => {
         // Not recorded: its lease runs out and it is sent again (a started attempt shows as interrupted).
         log.error({ err: error, delivery: h.row.id }, 'webhook attempt crashed');
@@ -134,12 +168,17 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
       });
   }
 
-  /** What the worker may take now: its free places in all and per endpoint (0: full, left out). */
-  function bounds(): TakeLimits {
-    const free = stopped ? 0 : limits.total - held.size;
+  /**
+   * What the worker may take now: its free places in all and per endpoint (0: full, left out), the
+   * places of the deliveries whose outcomes the same statement writes counted free.
+   */
+  function bounds(writing: Outcomes | undefined): TakeLimits {
+    const freed = new Map<string, number>();
+    for (const r of writing?.results ?? []) freed.set(r.endpointId, (freed.get(r.endpointId) ?? 0) + 1);
+    const free = stopped ? 0 : limits.total - held.size + (writing?.results.length ?? 0);
     const endpoints = new Map<string, number>();
     for (const [endpointId, n] of heldPerEndpoint) {
-      const left = limits.perEndpoint - n;
+      const left = limits.perEndpoint - n + (freed.get(endpointId) ?? 0);
       endpoints.set(endpointId, left >= limits.refill ? left : 0);
     }
     // Enough candidates for a few endpoints' worth at a time: ranking hundreds of one endpoint's
@@ -175,18 +214,34 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
     return run;
   }
 
+  /**
+   * Runs a take or a relay pass from the bounds left, writing the outcomes waiting in the same
+   * statement (recorder.claim): settled with the statement, or written alone when it fails.
+   */
+  async function takeWriting<T>(run: (asked: TakeLimits, outcomes: Outcomes | undefined) => Promise<T>) {
+    const claim = recorder.claim();
+    const asked = bounds(claim?.outcomes);
+    const sentAt = performance.now();
+    try {
+      const result = await run(asked, claim?.outcomes);
+      claim?.settle();
+      return { asked, sentAt, result };
+    } catch (error) {
+      claim?.settle(error);
+      throw error;
+    }
+  }
+
   /** Takes what it may now; how many it took and whether it asked for more than it got. */
   const take = () => oneAtATime(async (): Promise<{ taken: number; short: boolean }> => {
-    const asked = bounds();
-    const sentAt = performance.now();
-    const rows = await takeDeliveries(pool, asked);
+    const { asked, sentAt, result: rows } = await takeWriting((t, outcomes) => takeDeliveries(pool, t, outcomes));
     adopt(rows, asked, sentAt, 'all');
     return { taken: rows.length, short: rows.length < asked.scan };
   });
 
   const loop = (async () => {
     while (!stopped) {
-      if (limits.total - held.size < minTake) {
+      if (limits.total - busy() < minTake) {
         await news.wait(POLL_MS);
         continue;
       }
@@ -222,9 +277,7 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
   return {
     wake: () => news.notify(),
     relay: (relayWith) => oneAtATime(async () => {
-      const asked = bounds();
-      const sentAt = performance.now();
-      const { relayed, taken } = await relayWith(asked);
+      const { asked, sentAt, result: { relayed, taken } } = await takeWriting(relayWith);
       adopt(taken, asked, sentAt, 'new');
       return relayed;
     }),

@@ -20,7 +20,7 @@ export function startRelay(deps: WorkerDeps, notifier: Notifier, dispatcher: Dis
     log,
     batch: BATCH,
     // When another worker holds the relay lock nothing is claimed; it keeps going while it finds events.
-    step: () => dispatcher.relay((take) => relayOutbox(pool, BATCH, take)),
+    step: () => dispatcher.relay((take, outcomes) => relayOutbox(pool, BATCH, take, outcomes)),
   });
   notifier.on(CHANNEL_OUTBOX, () => poller.wake());
   return poller;
