@@ -417,10 +417,12 @@ What the figures mean:
 
 - **One endpoint** (goal ${verdict(s.fromFirst >= 2000)}; ratio ${verdict(pair.ratio >= 0.9)}): the worker delivered ${s.fromFirst}/s where the raw sender, with the
   same ${PER_ENDPOINT} requests in flight to the same receiver, delivered ${r.fromFirst}/s.${r.fromFirst > s.fromFirst ? ' The receiver is not the limit: it kept up with the\n  raw sender.' : ''} The worker takes an endpoint's deliveries ahead (up to twice its concurrency), in one statement that
-  also records each attempt's start before any request goes out (shared/db/deliveries.ts, takeDeliveries), so a slot of its
-  per-endpoint limit holds the POST and the worker's own turns, and the outcome is recorded after the slot is freed. Each of its ${PER_ENDPOINT} slots spent ${ms(slotMs)} ms per delivery, of which
-  ${ms(s.postMs)} ms in the POST as the worker timed it, so about ${Math.round(Math.max(0, 1 - s.postMs / slotMs) * 100)} % of a slot's time is the start and the
-  worker's own turns. The raw sender's slot is the POST alone (${ms(rawSlotMs)} ms).
+  also records each attempt's start before any request goes out and writes the outcomes that made room for them
+  (shared/db/deliveries.ts, takeDeliveries; shared/db/outcomes.ts). A slot of its per-endpoint limit is freed when the answer
+  is read. Each of its ${PER_ENDPOINT} slots spent ${ms(slotMs)} ms per delivery, of which
+  ${ms(s.postMs)} ms in the POST as the worker timed it (on a busy machine a POST's time includes waiting for the worker's
+  event loop), so about ${Math.round(Math.max(0, 1 - s.postMs / slotMs) * 100)} % of a slot's time is the worker's own turns between requests. The raw sender's slot
+  is the POST alone (${ms(rawSlotMs)} ms).
 - **CPU bounds the rest**: the service spent ${serviceUs} µs of CPU per delivery across worker, PostgreSQL and receiver, so ${cores} cores
   allow at most about ${cpuBound(serviceUs)} deliveries/s whatever the concurrency; the raw sender and receiver ${rawUs} µs, about
   ${cpuBound(rawUs)}/s. On this machine 2,000/s needs the service's total under ${Math.round((cores * 1e6) / 2000)} µs a delivery.
@@ -431,8 +433,9 @@ What the figures mean:
   which also takes the delivery for its worker (the hourly reservation and the attempt's start): one round trip and one commit.
   pg-boss alone, one send and one fetch, takes ${ms(alone.p50)} ms at p50.
 - **PostgreSQL CPU** (goal ${verdict(pgPerEvent <= 1000)} counting everything, ${verdict(pipelinePg <= 1000)} for relay and delivery alone): ${pgPerEvent} µs an event,
-  ${pgEmit} µs of it the emitting transaction itself; at this rate each event is relayed and taken by one statement and recorded by
-  another (two commits), plus the leases' renewals and pg-boss's routine polling. No pg-boss job carries a delivery any more
+  ${pgEmit} µs of it the emitting transaction itself; at this rate each event is relayed, taken and started by one statement,
+  which also writes the outcome of the event before it (one commit an event; shared/db/outcomes.ts), plus the leases'
+  renewals and pg-boss's routine polling. No pg-boss job carries a delivery any more
   (pg-boss alone costs ${usOf(bossCpu, 'PostgreSQL')} µs an empty job). The worker spent ${usOf(steadyCpu, 'worker')} µs an event.${others >= 20 ? `
 - **A busy machine**: other processes took up to ${others} % of the CPU during these runs; CPU time per event grows on a busy
   machine too (shared caches and cores), so both rates and CPU figures are worse than the same code on an idle one.` : ''}
