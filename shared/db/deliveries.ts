@@ -7,7 +7,7 @@
 // (deliveries_lease_pending): lookups by key and lease never say status = 'pending', which would let
 // the planner scan the due index instead (the partial index's statistics lag behind a backlog).
 import { z } from 'zod';
-import { NO_OUTCOMES, recordCtes, recordedIds, type Outcomes } from './outcomes.ts';
+import { NO_OUTCOMES, recordCtes, recordedIds, type Lease, type Outcomes } from './outcomes.ts';
 import { sql, type Db } from './pool.ts';
 
 /**
@@ -29,8 +29,6 @@ export const PIPELINE_SESSION_SETTINGS = { random_page_cost: '1.1', plan_cache_m
 /** The NOTIFY channel that wakes the workers when deliveries become due (new, replayed, moved). */
 export const CHANNEL_DUE = 'webhook_delivery_due';
 
-/** A delivery under this worker's lease: the token that fences every write the worker makes to it. */
-export type Lease = { contaId: string; deliveryId: string; leaseId: string };
 
 /** What a worker may take at once (takeDeliveries). */
 export type TakeLimits = {

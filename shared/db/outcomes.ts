@@ -5,8 +5,13 @@
 // lease another worker holds now is dropped.
 import { z } from 'zod';
 import type { MotivoDesativacao } from '../domain/webhooks.ts';
-import type { Lease } from './deliveries.ts';
 import { sql, type Db } from './pool.ts';
+
+/**
+ * A delivery under a worker's lease: the token that fences every write the worker makes to it (its
+ * outcome here; renewals and give-backs in shared/db/deliveries.ts).
+ */
+export type Lease = { contaId: string; deliveryId: string; leaseId: string };
 
 /** What the log says of an attempt that has no outcome and never will: its worker stopped mid-request. */
 export const INTERRUPTED = 'interrompida: o worker parou antes de registrar a resposta; o receptor pode tê-la recebido';

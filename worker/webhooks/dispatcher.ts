@@ -5,8 +5,8 @@
 // Every held lease is renewed every few seconds in one statement; each delivery is held until its
 // outcome is recorded. A worker that dies leaves its leases to run out (lease.ts).
 import pLimit, { type LimitFunction } from 'p-limit';
-import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type Lease, type TakeLimits, type TakenDelivery } from '../../shared/db/deliveries.ts';
-import type { DeliveryResult, Outcomes } from '../../shared/db/outcomes.ts';
+import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type TakeLimits, type TakenDelivery } from '../../shared/db/deliveries.ts';
+import type { DeliveryResult, Lease, Outcomes } from '../../shared/db/outcomes.ts';
 import type { Config } from '../../shared/config.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
@@ -218,7 +218,7 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
    * Runs a take or a relay pass from the bounds left, writing the outcomes waiting in the same
    * statement (recorder.claim): settled with the statement, or written alone when it fails.
    */
-  async function takeWriting<T>(run: (asked: TakeLimits, outcomes: Outcomes | undefined) => Promise<T>) {
+  async function takeWriting<T>(run: (asked: TakeLimits, outcomes: Outcomes | undefined) => Promise<T> | T) {
     const claim = recorder.claim();
     const asked = bounds(claim?.outcomes);
     const sentAt = performance.now();
@@ -234,7 +234,11 @@ export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: Webh
 
   /** Takes what it may now; how many it took and whether it asked for more than it got. */
   const take = () => oneAtATime(async (): Promise<{ taken: number; short: boolean }> => {
-    const { asked, sentAt, result: rows } = await takeWriting((t, outcomes) => takeDeliveries(pool, t, outcomes));
+    const { asked, sentAt, result: rows } = await takeWriting((t, outcomes) =>
+      // No outcome to write and no room worth a statement: the places the loop counted free are
+      // outcomes being written alone, and free once they are.
+      (outcomes === undefined && t.limit < minTake ? null : takeDeliveries(pool, t, outcomes)));
+    if (rows === null) return { taken: 0, short: true };
     adopt(rows, asked, sentAt, 'all');
     return { taken: rows.length, short: rows.length < asked.scan };
   });
