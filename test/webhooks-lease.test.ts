@@ -1,7 +1,8 @@
 // Deliveries under a lease (shared/db/deliveries.ts; worker/webhooks/lease.ts): a take records the
 // attempt's start before anything is sent; a leased delivery is nobody else's until its lease runs
 // out, and then the worker that held it can neither renew nor record it; takes are bounded per
-// endpoint; a delivery given back unsent leaves no attempt; concurrent takes never share a delivery.
+// endpoint; a delivery given back unsent leaves no attempt; concurrent takes never share a delivery;
+// a take or a relay pass writes the outcomes it is given, and never takes a delivery it records.
 import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -158,6 +159,29 @@ test('the relay takes for its worker what it creates, within its bounds per endp
   const rest = await takeDeliveries(db.pool, limits());
   assert.equal(rest.map((r) => r.endpoint_id).sort(), [x, x, y, y, y, y, y, y].sort(), 'the rest due at once, for any worker');
   assert.equal(relayed.taken[0]?.criado_em, (await takeEvent(events[0] ?? '')), 'the event\'s time as every read gives it');
+});
+
+test('a take and a relay pass write the outcomes they are given, and a take never takes a delivery it records', async () => {
+  const { account } = await relayed(4);
+  const [a, b, ...rest] = await takeDeliveries(db.pool, limits({ limit: 2 }));
+  assert.ok(a && b);
+  assert.is(rest.length, 0);
+  // a's lease ran out before its outcome was written: it is due, yet recorded, not taken again.
+  await runOut(a);
+  const next = await takeDeliveries(db.pool, limits(), { results: [resultOf(a, 200)], runs: noRuns });
+  assert.equal(next.map((r) => r.id).includes(a.id), false, 'the delivery recorded is not taken');
+  assert.is(next.length, 2, 'the two left');
+  const da = await deliveryOf(a);
+  assert.equal([da.lease_id, da.status], [null, 'succeeded']);
+  assert.equal(await attemptsOf(a), [{ attempt: 1, succeeded: true, response_status: 200, error: null }]);
+
+  await emit(db.pool, account.contaId, 'cotacao.criada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-1', status: 'rascunho' });
+  const pass = await relayOutbox(db.pool, 100, limits(), { results: [resultOf(b, 503)], runs: noRuns });
+  assert.is(pass.relayed, 1);
+  assert.is(pass.taken.length, 1, 'the new event taken');
+  const retried = await deliveryOf(b);
+  assert.equal([retried.lease_id, retried.status, retried.due], [null, 'pending', false], 'b waits for its retry');
+  assert.equal(await attemptsOf(b), [{ attempt: 1, succeeded: false, response_status: 503, error: null }]);
 });
 
 test('what the relay takes counts against the hourly cap', async () => {
