@@ -16,6 +16,8 @@ import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.
 import { plantEndpoint } from './helpers/planted.ts';
 import { addEndpoint, emit, eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
+import { capturedLog } from './helpers/log-lines.ts';
+import { startRecorder } from '../worker/webhooks/recorder.ts';
 
 const test = suite('webhooks: deliveries under a lease');
 let db: TestDatabase;
@@ -182,6 +184,23 @@ test('a take and a relay pass write the outcomes they are given, and a take neve
   const retried = await deliveryOf(b);
   assert.equal([retried.lease_id, retried.status, retried.due], [null, 'pending', false], 'b waits for its retry');
   assert.equal(await attemptsOf(b), [{ attempt: 1, succeeded: false, response_status: 503, error: null }]);
+});
+
+test('the recorder writes alone an outcome no statement claims, and those whose statement failed', async () => {
+  await relayed(2);
+  const [a, b] = await takeDeliveries(db.pool, limits());
+  assert.ok(a && b);
+  const { log } = capturedLog('warn');
+  const recorder = startRecorder({ pool: db.pool, log });
+  await recorder.record({ result: resultOf(a, 200), failingSince: null });
+  assert.is((await deliveryOf(a)).status, 'succeeded', 'written alone once its wait is over');
+  const written = recorder.record({ result: resultOf(b, 200), failingSince: null });
+  const claim = recorder.claim();
+  assert.equal(claim?.outcomes.results.map((r) => r.deliveryId), [b.id]);
+  assert.is(recorder.claim(), null, 'claimed once');
+  claim?.settle(new Error('the statement that claimed it failed'));
+  await written;
+  assert.is((await deliveryOf(b)).status, 'succeeded');
 });
 
 test('what the relay takes counts against the hourly cap', async () => {
