@@ -29,7 +29,6 @@ export const PIPELINE_SESSION_SETTINGS = { random_page_cost: '1.1', plan_cache_m
 /** The NOTIFY channel that wakes the workers when deliveries become due (new, replayed, moved). */
 export const CHANNEL_DUE = 'webhook_delivery_due';
 
-
 /** What a worker may take at once (takeDeliveries). */
 export type TakeLimits = {
   /** Deliveries to take at most. */
