@@ -1,7 +1,7 @@
 // npm run openapi: writes the OpenAPI document derived from the route table to docs/openapi.json
 // (the committed copy; a test fails when it drifts from what the server serves) and the
 // TypeScript types of a client generated from it (openapi-typescript) to test/generated/.
-// `--types` regenerates only the types, from the committed copy (npm test does this).
+// `--types` regenerates only the types, from the committed copy (`npm run typecheck` does this first).
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import openapiTS from 'openapi-typescript';

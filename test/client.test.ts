@@ -1,5 +1,5 @@
 // A real client generated from the OpenAPI document: openapi-typescript types (test/generated,
-// written by `npm run openapi:check` from docs/openapi.json) and openapi-fetch, type-checked by tsc
+// written by `npm run typecheck` from docs/openapi.json) and openapi-fetch, type-checked by tsc
 // and run against the server.
 import { randomUUID } from 'node:crypto';
 import createClient from 'openapi-fetch';
