@@ -44,10 +44,12 @@ export function jsonPieces(json: JsonBody): Buffer[] {
   return pieces.map((piece) => (typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece));
 }
 
+/** Pieces as one buffer (a single piece as it is). */
+const joined = (pieces: readonly Buffer[]): Buffer => (pieces.length === 1 && pieces[0] ? pieces[0] : Buffer.concat(pieces));
+
 /** A serialized body's UTF-8 bytes in one buffer. */
 export function jsonBytes(json: JsonBody): Buffer {
-  const pieces = jsonPieces(json);
-  return pieces.length === 1 && pieces[0] ? pieces[0] : Buffer.concat(pieces);
+  return joined(jsonPieces(json));
 }
 
 /**
@@ -63,6 +65,6 @@ export async function encodeBody(
   const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
   if (length < GZIP_MIN_BYTES || !acceptsGzip(acceptEncoding)) return { pieces, length };
   // zlib runs on libuv's thread pool: the event loop serves other requests meanwhile.
-  const gzipped = await gzipAsync(pieces.length === 1 && pieces[0] ? pieces[0] : Buffer.concat(pieces, length), GZIP_OPTIONS);
+  const gzipped = await gzipAsync(joined(pieces), GZIP_OPTIONS);
   return { pieces: [gzipped], length: gzipped.length, encoding: 'gzip' };
 }
