@@ -390,6 +390,8 @@ test("redelivery counts against the account's hourly cap: over it, the delivery 
   assert.equal(sent.body.entregas_por_hora, { limite: 2, usadas: 1 });
   await receiver.waitFor(2, (r) => r.id === id);
   assert.is(await eventually(uso, (n) => n === 2), 2, 'the redelivery counted');
+  // Its outcome recorded: a replay leaves a delivery still under a worker's lease as it is.
+  await eventually(() => entregas(id), (d) => d[0]?.status === 'succeeded' && d[0].lease_id === null);
 
   const held = await api(conta.token).post(`/eventos/${id}/reenviar`, {}, { 'idempotency-key': chave(8) });
   assert.equal(held.body.entregas_por_hora, { limite: 2, usadas: 2 });
