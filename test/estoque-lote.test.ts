@@ -62,6 +62,39 @@ test('one Idempotency-Key twice in a batch: the first moves, the second finds it
   assert.is(await saldoDe(app.db.pool, conta.contaId, variacao), antes - 2);
 });
 
+test('each movement of a batch is written as answered, by its own key, and each key keeps its outcome for a repetition', async () => {
+  const outra = await createAccount(app.db.pool, { plano: 'lote_mov' });
+  const daOutra = (await criarProdutoCompleto(app.db.pool, outra.contaId, { variacoes: [{}] })).variacoes[0]?.id ?? '';
+  await definirSaldo(app.db.pool, outra.contaId, daOutra, 5);
+  const body = { tipo: 'entrada' as const, variacao_id: daOutra, quantidade: 2, motivo: 'devolucao' as const, referencia_externa: 'NF-7', metadados: { loja: 'centro' } };
+  const daOutraConta: MovimentoPedido = { ...body, contaId: outra.contaId, chaveId: outra.chaveId, chave: { key: randomUUID(), route: 'postEstoqueMovimento', hash: bodyHash(body) } };
+  const pedidos = [saida(1), daOutraConta, saida(1_000_000), saida(2)];
+  const answers = (await lote(pedidos)).map(movimentoDoLote);
+  assert.equal(answers.map((a) => [a.claim, a.status_code]), [['new', 201], ['new', 201], ['new', 422], ['new', 201]]);
+  const Stored = z.object({ id: z.string(), chave_id: z.string(), via: z.string(), saldo_depois: z.number(), criado_em: z.string(), referencia_externa: z.string().nullable(), metadados: z.record(z.string(), z.string()) });
+  for (const [i, a] of answers.entries()) {
+    const pedido = pedidos[i] as MovimentoPedido;
+    const kept = await app.db.pool.one(sql.type(z.object({ status_code: z.number(), resource_id: z.string().nullable(), motivo: z.string().nullable() }))`
+      SELECT status_code, resource_id, motivo FROM idempotency_keys WHERE conta_id = ${pedido.contaId} AND chave_id = ${pedido.chaveId} AND key = ${pedido.chave?.key ?? ''}`);
+    if (!a.movimento) {
+      assert.equal(kept, { status_code: 422, resource_id: null, motivo: 'saldo_insuficiente' });
+      continue;
+    }
+    assert.equal(kept, { status_code: 201, resource_id: a.movimento.id, motivo: null });
+    const stored = await app.db.pool.one(sql.type(Stored)`
+      SELECT id, chave_id, via, saldo_depois, criado_em::text, referencia_externa, metadados FROM estoque_movimentos WHERE conta_id = ${pedido.contaId} AND id = ${a.movimento.id}`);
+    assert.equal({ ...stored, criado_em: new Date(stored.criado_em).toISOString() },
+      { id: a.movimento.id, chave_id: pedido.chaveId, via: 'api', saldo_depois: a.movimento.saldo_depois, criado_em: a.movimento.criado_em,
+        referencia_externa: a.movimento.referencia_externa, metadados: a.movimento.metadados ?? {} });
+  }
+  assert.equal(answers[1]?.movimento?.metadados, { loja: 'centro' });
+  // The same requests again: each is a repetition of its first outcome, and nothing moves.
+  const saldos = [await saldoDe(app.db.pool, conta.contaId, variacao), await saldoDe(app.db.pool, outra.contaId, daOutra)];
+  const again = (await lote(pedidos)).map(movimentoDoLote);
+  assert.equal(again.map((a) => [a.claim, a.status_code, a.movimento?.id ?? null]), answers.map((a) => ['done', a.status_code, a.movimento?.id ?? null]));
+  assert.equal([await saldoDe(app.db.pool, conta.contaId, variacao), await saldoDe(app.db.pool, outra.contaId, daOutra)], saldos);
+});
+
 test('a movement that fails leaves the others of its batch, each made once (the batch is redone with each movement isolated)', async () => {
   const antes = await saldoDe(app.db.pool, conta.contaId, variacao);
   const quebrado = { ...saida(1), tipo: 'roubo' } as unknown as MovimentoPedido;

@@ -21,7 +21,11 @@ BEGIN
    WHERE p.conta_id = p_conta_id AND p.sku = p_sku;
 END $$;
 
-CREATE FUNCTION estoque_movimentar(
+-- A movement, prepared: checked, its balance moved (the row lock taken), its id and criado_em
+-- chosen, but its row not yet written. estoque_movimentos_gravar writes it; a batch writes all its
+-- movements in one INSERT, which prepares the table's CHECKs once instead of at every movement
+-- (measured: preparing them was about a third of a movement's own PostgreSQL time).
+CREATE FUNCTION estoque_movimento_preparar(
   p_conta_id uuid,
   p_tipo text,
   p_variacao_id uuid,    -- or NULL with p_sku
@@ -33,9 +37,7 @@ CREATE FUNCTION estoque_movimentar(
   p_local_id uuid DEFAULT NULL,  -- NULL: the account's own location (the only one the API moves)
   p_sku text DEFAULT NULL,       -- instead of p_variacao_id (estoque_variacao_do_sku)
   p_referencia_externa text DEFAULT NULL,
-  p_metadados jsonb DEFAULT NULL,
-  p_lote_id uuid DEFAULT NULL,   -- the batch (POST /estoque/movimentos/lote) and the movement's place in it
-  p_lote_posicao int DEFAULT NULL
+  p_metadados jsonb DEFAULT NULL
 ) RETURNS estoque_movimento
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -139,21 +141,63 @@ BEGIN
 
   -- criado_em is taken under the lock (not the transaction's start), so the movements of a balance
   -- ordered by criado_em chain saldo_depois to the next saldo_antes.
-  INSERT INTO estoque_movimentos (conta_id, local_id, variacao_id, parte_id, tipo, quantidade, saldo_antes,
-                                  saldo_depois, motivo, observacao, via, chave_id, criado_em, referencia_externa,
-                                  metadados, lote_id, lote_posicao)
-  VALUES (p_conta_id, r.local_id, v_variacao_id, p_parte_id, p_tipo, r.quantidade, r.saldo_antes,
-          r.saldo_depois, p_motivo, p_observacao,
-          coalesce(nullif(current_setting('app.via', true), ''), 'tela'),
-          nullif(current_setting('app.chave_id', true), '')::uuid, clock_timestamp(), p_referencia_externa,
-          coalesce(p_metadados, '{}'), p_lote_id, p_lote_posicao)
-  RETURNING id, criado_em, metadados INTO r.id, r.criado_em, r.metadados;
+  r.id := gen_random_uuid();
+  r.criado_em := clock_timestamp();
   r.tipo := p_tipo;
   r.variacao_id := v_variacao_id;
   r.parte_id := p_parte_id;
   r.motivo := p_motivo;
   r.observacao := p_observacao;
   r.referencia_externa := p_referencia_externa;
+  r.metadados := coalesce(p_metadados, '{}');
+  RETURN r;
+END $$;
+
+-- Writes prepared movements (estoque_movimento_preparar), in the order given, in one statement: who
+-- made them (p_via, and the API key of each, or NULL) and, for POST /estoque/movimentos/lote, the
+-- batch and each one's place in it.
+CREATE FUNCTION estoque_movimentos_gravar(
+  p_via text, p_contas uuid[], p_chaves uuid[], p_movimentos estoque_movimento[],
+  p_lotes uuid[] DEFAULT NULL, p_posicoes int[] DEFAULT NULL
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  -- unnest pads the shorter arrays (no batch) with NULLs, and spreads each movement into its fields.
+  INSERT INTO estoque_movimentos (conta_id, id, local_id, variacao_id, parte_id, tipo, quantidade, saldo_antes,
+                                  saldo_depois, motivo, observacao, via, chave_id, criado_em, referencia_externa,
+                                  metadados, lote_id, lote_posicao)
+  SELECT x.conta_id, x.id, x.local_id, x.variacao_id, x.parte_id, x.tipo, x.quantidade, x.saldo_antes,
+         x.saldo_depois, x.motivo, x.observacao, p_via, x.chave_id, x.criado_em, x.referencia_externa,
+         x.metadados, x.lote_id, x.lote_posicao
+    FROM unnest(p_contas, p_chaves, p_lotes, p_posicoes, p_movimentos) AS x (conta_id, chave_id, lote_id, lote_posicao);
+END $$;
+
+-- A movement made in one call (the screen, a consumption, and the API's isolated retries): prepared
+-- and written, by whoever the transaction declared (app.via, app.chave_id).
+CREATE FUNCTION estoque_movimentar(
+  p_conta_id uuid,
+  p_tipo text,
+  p_variacao_id uuid,
+  p_parte_id uuid,
+  p_quantidade int,
+  p_contado int,
+  p_motivo text,
+  p_observacao text,
+  p_local_id uuid DEFAULT NULL,
+  p_sku text DEFAULT NULL,
+  p_referencia_externa text DEFAULT NULL,
+  p_metadados jsonb DEFAULT NULL
+) RETURNS estoque_movimento
+LANGUAGE plpgsql AS $$
+DECLARE
+  r estoque_movimento;
+BEGIN
+  r := estoque_movimento_preparar(p_conta_id, p_tipo, p_variacao_id, p_parte_id, p_quantidade, p_contado, p_motivo,
+                                  p_observacao, p_local_id, p_sku, p_referencia_externa, p_metadados);
+  IF r.recusa IS NULL THEN
+    PERFORM estoque_movimentos_gravar(coalesce(nullif(current_setting('app.via', true), ''), 'tela'), ARRAY[p_conta_id],
+                                      ARRAY[nullif(current_setting('app.chave_id', true), '')::uuid], ARRAY[r]);
+  END IF;
   RETURN r;
 END $$;
 

@@ -21,6 +21,9 @@ BEGIN
             FROM estoque_movimentos m WHERE m.conta_id = p_conta_id AND m.id = p_id);
 END $$;
 
+-- p_gravar false: the movement is prepared (its balance moved) but neither it nor the key's record
+-- is written; the caller writes them, with the batch's others, from novo and the answer's
+-- status_code, codigo and motivo.
 CREATE FUNCTION api_estoque_movimentar(
   p_conta_id uuid,
   p_chave_id uuid,
@@ -36,8 +39,9 @@ CREATE FUNCTION api_estoque_movimentar(
   p_motivo text,
   p_observacao text,
   p_referencia_externa text,
-  p_metadados jsonb
-) RETURNS TABLE (claim text, status_code int, codigo text, motivo text, recusa text, limite int, movimento json)
+  p_metadados jsonb,
+  p_gravar boolean DEFAULT true
+) RETURNS TABLE (claim text, status_code int, codigo text, motivo text, recusa text, limite int, movimento json, novo estoque_movimento)
 LANGUAGE plpgsql AS $$
 DECLARE
   c api_write_claim;
@@ -46,28 +50,33 @@ BEGIN
   c := api_write_claim(p_conta_id, p_chave_id, p_key, p_route, p_hash);
   IF c.claim = 'done' THEN
     RETURN QUERY SELECT c.claim, c.status_code, c.codigo, c.motivo, NULL::text, NULL::int,
-                        CASE WHEN c.resource_id IS NOT NULL THEN api_movimento_json(p_conta_id, c.resource_id) END;
+                        CASE WHEN c.resource_id IS NOT NULL THEN api_movimento_json(p_conta_id, c.resource_id) END,
+                        NULL::estoque_movimento;
     RETURN;
   ELSIF c.claim <> 'new' THEN
-    RETURN QUERY SELECT c.claim, NULL::int, NULL::text, NULL::text, NULL::text, NULL::int, NULL::json;
+    RETURN QUERY SELECT c.claim, NULL::int, NULL::text, NULL::text, NULL::text, NULL::int, NULL::json, NULL::estoque_movimento;
     RETURN;
   END IF;
 
-  m := estoque_movimentar(p_conta_id, p_tipo, p_variacao_id, p_parte_id, p_quantidade, p_contado, p_motivo, p_observacao,
-                          p_sku => p_sku, p_referencia_externa => p_referencia_externa, p_metadados => p_metadados);
+  m := estoque_movimento_preparar(p_conta_id, p_tipo, p_variacao_id, p_parte_id, p_quantidade, p_contado, p_motivo,
+                                  p_observacao, p_sku => p_sku, p_referencia_externa => p_referencia_externa,
+                                  p_metadados => p_metadados);
   IF m.recusa IS NOT NULL THEN
     -- A business refusal is kept and replayed as it was (DESIGN §6); nothing else was written.
-    IF p_key IS NOT NULL THEN
+    IF p_gravar AND p_key IS NOT NULL THEN
       PERFORM api_idempotency_record(p_conta_id, p_chave_id, p_key, p_route, p_hash, 422, NULL, 'saldo_insuficiente', m.recusa);
     END IF;
-    RETURN QUERY SELECT 'new'::text, 422, 'saldo_insuficiente'::text, m.recusa, m.recusa, m.limite, NULL::json;
+    RETURN QUERY SELECT 'new'::text, 422, 'saldo_insuficiente'::text, m.recusa, m.recusa, m.limite, NULL::json, m;
     RETURN;
   END IF;
-  IF p_key IS NOT NULL THEN
-    PERFORM api_idempotency_record(p_conta_id, p_chave_id, p_key, p_route, p_hash, 201, m.id, NULL, NULL);
+  IF p_gravar THEN
+    PERFORM estoque_movimentos_gravar('api', ARRAY[p_conta_id], ARRAY[p_chave_id], ARRAY[m]);
+    IF p_key IS NOT NULL THEN
+      PERFORM api_idempotency_record(p_conta_id, p_chave_id, p_key, p_route, p_hash, 201, m.id, NULL, NULL);
+    END IF;
   END IF;
   -- The movement as §2.2 answers it: the fields of the one just made (a repetition reads it again).
-  RETURN QUERY SELECT 'new'::text, 201, NULL::text, NULL::text, NULL::text, NULL::int, to_json(m);
+  RETURN QUERY SELECT 'new'::text, 201, NULL::text, NULL::text, NULL::text, NULL::int, to_json(m), m;
 END $$;
 
 -- The movements of a batch of requests (api/write-queue.ts), in one round trip and one commit, in
@@ -98,8 +107,10 @@ BEGIN
   END;
 END $$;
 
--- One pass over a batch; p_isolado: each movement in a subtransaction of its own, its failure
--- answered as {"erro", "mensagem"} (otherwise a failure undoes the pass).
+-- One pass over a batch. Not isolated: the movements are prepared one by one, then written with
+-- their keys' records in one statement each (a failure undoes the pass). Isolated (p_isolado): each
+-- movement is made and written in a subtransaction of its own, its failure answered as
+-- {"erro", "mensagem"}.
 CREATE FUNCTION api_estoque_movimentar_lote_em(
   p_isolado boolean,
   p_contas uuid[], p_chaves uuid[], p_keys text[], p_routes text[], p_hashes bytea[],
@@ -111,6 +122,15 @@ DECLARE
   v_out text[] := array_fill(NULL::text, ARRAY[cardinality(p_contas)]);
   m record;
   r record;
+  -- What the pass that is not isolated writes after its loop: w_n movements, k_n keys' records.
+  w_n int := 0;
+  w_contas uuid[] := '{}'::uuid[];
+  w_chaves uuid[] := '{}'::uuid[];
+  w_movimentos estoque_movimento[] := '{}'::estoque_movimento[];
+  k_n int := 0;
+  k_contas uuid[] := '{}'::uuid[]; k_chaves uuid[] := '{}'::uuid[]; k_keys text[] := '{}'::text[];
+  k_routes text[] := '{}'::text[]; k_hashes bytea[] := '{}'::bytea[]; k_status int[] := '{}'::int[];
+  k_resources uuid[] := '{}'::uuid[]; k_codigos text[] := '{}'::text[]; k_motivos text[] := '{}'::text[];
 BEGIN
   FOR m IN
     SELECT x.i::int AS i,
@@ -118,7 +138,7 @@ BEGIN
            row_number() OVER (PARTITION BY x.conta_id, x.chave_id, p_keys[x.i] ORDER BY x.i) AS vez,
            -- A movement by SKU goes where its variation's balance does, and moves it by the variation
            -- found here (only those pay for the lookup, once); a SKU that names none goes on to
-           -- estoque_movimentar, which says why.
+           -- estoque_movimento_preparar, which says why.
            coalesce(p_variacoes[x.i], (estoque_variacao_do_sku(x.conta_id, p_skus[x.i])).variacao) AS variacao
       FROM unnest(p_contas, p_chaves) WITH ORDINALITY AS x(conta_id, chave_id, i)
      ORDER BY x.conta_id, variacao, p_partes[x.i], x.i
@@ -127,7 +147,7 @@ BEGIN
       v_out[m.i] := '{"claim":"running"}';
       CONTINUE;
     END IF;
-    -- The same call in both branches: only the isolated one pays for a subtransaction.
+    -- The same call in both branches: the isolated one pays for a subtransaction, and writes as it goes.
     IF p_isolado THEN
       BEGIN
         SELECT * INTO r FROM api_estoque_movimentar(p_contas[m.i], p_chaves[m.i], p_keys[m.i], p_routes[m.i], p_hashes[m.i],
@@ -140,10 +160,29 @@ BEGIN
     ELSE
       SELECT * INTO r FROM api_estoque_movimentar(p_contas[m.i], p_chaves[m.i], p_keys[m.i], p_routes[m.i], p_hashes[m.i],
         p_tipos[m.i], m.variacao, CASE WHEN m.variacao IS NULL THEN p_skus[m.i] END, p_partes[m.i], p_quantidades[m.i], p_contados[m.i], p_motivos[m.i],
-        p_observacoes[m.i], p_referencias[m.i], p_metadados[m.i]);
+        p_observacoes[m.i], p_referencias[m.i], p_metadados[m.i], p_gravar => false);
+      IF r.claim = 'new' THEN
+        IF r.status_code = 201 THEN
+          w_n := w_n + 1;
+          w_contas[w_n] := p_contas[m.i]; w_chaves[w_n] := p_chaves[m.i]; w_movimentos[w_n] := r.novo;
+        END IF;
+        IF p_keys[m.i] IS NOT NULL THEN
+          k_n := k_n + 1;
+          k_contas[k_n] := p_contas[m.i]; k_chaves[k_n] := p_chaves[m.i]; k_keys[k_n] := p_keys[m.i];
+          k_routes[k_n] := p_routes[m.i]; k_hashes[k_n] := p_hashes[m.i]; k_status[k_n] := r.status_code;
+          k_resources[k_n] := CASE WHEN r.status_code = 201 THEN (r.novo).id END; k_codigos[k_n] := r.codigo; k_motivos[k_n] := r.motivo;
+        END IF;
+      END IF;
     END IF;
-    v_out[m.i] := row_to_json(r)::text;
+    v_out[m.i] := json_build_object('claim', r.claim, 'status_code', r.status_code, 'codigo', r.codigo, 'motivo', r.motivo,
+                                    'recusa', r.recusa, 'limite', r.limite, 'movimento', r.movimento)::text;
   END LOOP;
+  IF w_n > 0 THEN
+    PERFORM estoque_movimentos_gravar('api', w_contas, w_chaves, w_movimentos);
+  END IF;
+  IF k_n > 0 THEN
+    PERFORM api_idempotency_records(k_contas, k_chaves, k_keys, k_routes, k_hashes, k_status, k_resources, k_codigos, k_motivos);
+  END IF;
   RETURN ('[' || array_to_string(v_out, ',') || ']')::json;
 END $$;
 
@@ -165,6 +204,10 @@ DECLARE
   v_recusado boolean := false;
   it record;
   m estoque_movimento;
+  -- The movements prepared, written together once none was refused, and their places in the batch.
+  n int := 0;
+  v_movimentos estoque_movimento[] := '{}'::estoque_movimento[];
+  v_posicoes int[] := '{}'::int[];
 BEGIN
   BEGIN
     FOR it IN
@@ -177,11 +220,14 @@ BEGIN
         FROM jsonb_array_elements(p_itens) WITH ORDINALITY AS x (item, n)
        ORDER BY variacao_id, (x.item ->> 'parte_id')::uuid, x.n
     LOOP
-      m := estoque_movimentar(p_conta_id, it.tipo, it.variacao_id, it.parte_id, it.quantidade, it.contado, it.motivo,
-                              it.observacao, p_sku => CASE WHEN it.variacao_id IS NULL THEN it.sku END, p_referencia_externa => it.referencia_externa,
-                              p_metadados => it.metadados, p_lote_id => v_lote, p_lote_posicao => it.indice);
+      m := estoque_movimento_preparar(p_conta_id, it.tipo, it.variacao_id, it.parte_id, it.quantidade, it.contado, it.motivo,
+                                      it.observacao, p_sku => CASE WHEN it.variacao_id IS NULL THEN it.sku END,
+                                      p_referencia_externa => it.referencia_externa, p_metadados => it.metadados);
       IF m.recusa IS NULL THEN
         v_feitos[it.indice + 1] := to_json(m);
+        n := n + 1;
+        v_movimentos[n] := m;
+        v_posicoes[n] := it.indice;
       ELSE
         v_recusas[it.indice + 1] := jsonb_build_object('indice', it.indice, 'recusa', m.recusa, 'limite', m.limite);
         v_recusado := true;
@@ -190,6 +236,10 @@ BEGIN
     IF v_recusado THEN
       RAISE EXCEPTION 'a batch of movements with refused items writes nothing' USING ERRCODE = 'PF422';
     END IF;
+    PERFORM estoque_movimentos_gravar(coalesce(nullif(current_setting('app.via', true), ''), 'tela'),
+                                      array_fill(p_conta_id, ARRAY[n]),
+                                      array_fill(nullif(current_setting('app.chave_id', true), '')::uuid, ARRAY[n]),
+                                      v_movimentos, array_fill(v_lote, ARRAY[n]), v_posicoes);
   EXCEPTION WHEN SQLSTATE 'PF422' THEN
     RETURN json_build_object('recusas', to_json(array_remove(v_recusas, NULL)));
   END;

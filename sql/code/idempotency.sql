@@ -43,19 +43,31 @@ BEGIN
   RETURN c;
 END $$;
 
--- Keeps how a request with an Idempotency-Key ended; an expired record of the key is replaced.
+-- Keeps how requests with an Idempotency-Key ended, one statement for a batch of them (one each:
+-- a key twice would fail the statement); an expired record of a key is replaced.
 -- p_recusas: the refused items of a refused batch of movements ([{indice, motivo, mensagem}]).
+CREATE FUNCTION api_idempotency_records(
+  p_contas uuid[], p_chaves uuid[], p_keys text[], p_routes text[], p_hashes bytea[], p_status int[], p_resources uuid[],
+  p_codigos text[], p_motivos text[], p_recusas jsonb[] DEFAULT NULL
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO idempotency_keys AS k (conta_id, chave_id, key, route, request_hash, status_code, resource_id, codigo, motivo, recusas)
+  SELECT * FROM unnest(p_contas, p_chaves, p_keys, p_routes, p_hashes, p_status, p_resources, p_codigos, p_motivos, p_recusas)
+  ON CONFLICT (conta_id, chave_id, key) DO UPDATE
+     SET route = excluded.route, request_hash = excluded.request_hash, status_code = excluded.status_code,
+         resource_id = excluded.resource_id, codigo = excluded.codigo, motivo = excluded.motivo, recusas = excluded.recusas,
+         created_at = now(), expires_at = now() + interval '24 hours'
+   WHERE k.expires_at <= now();
+END $$;
+
+-- The same for one request.
 CREATE FUNCTION api_idempotency_record(
   p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea, p_status int, p_resource_id uuid,
   p_codigo text, p_motivo text, p_recusas jsonb DEFAULT NULL
 ) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO idempotency_keys AS k (conta_id, chave_id, key, route, request_hash, status_code, resource_id, codigo, motivo, recusas)
-  VALUES (p_conta_id, p_chave_id, p_key, p_route, p_hash, p_status, p_resource_id, p_codigo, p_motivo, p_recusas)
-  ON CONFLICT (conta_id, chave_id, key) DO UPDATE
-     SET route = excluded.route, request_hash = excluded.request_hash, status_code = excluded.status_code,
-         resource_id = excluded.resource_id, codigo = excluded.codigo, motivo = excluded.motivo, recusas = excluded.recusas,
-         created_at = now(), expires_at = now() + interval '24 hours'
-   WHERE k.expires_at <= now();
+  PERFORM api_idempotency_records(ARRAY[p_conta_id], ARRAY[p_chave_id], ARRAY[p_key], ARRAY[p_route], ARRAY[p_hash],
+                                  ARRAY[p_status], ARRAY[p_resource_id], ARRAY[p_codigo], ARRAY[p_motivo], ARRAY[p_recusas]);
 END $$;
