@@ -67,8 +67,17 @@ const movimento = (por: { variacao_id: string } | { sku: string } = { variacao_i
   return { ...body, contaId: conta.contaId, chaveId: conta.chaveId, chave: { key: randomUUID(), route: 'postEstoqueMovimento', hash: bodyHash(body) } };
 };
 
-test('admission and a batch of movements with their keys read no table sequentially', async () => {
+/** Scans of idempotency_keys' expiry index so far (the retention's index: a key's lookup reading it reads every live key). */
+async function expiryIndexScans(): Promise<number> {
+  await one.query(sql.unsafe`SELECT pg_stat_force_next_flush()`);
+  await one.query(sql.unsafe`SELECT 1`);
+  return Number(await db.pool.oneFirst(sql.type(z.object({ idx_scan: z.number() }))`
+    SELECT idx_scan::int FROM pg_stat_user_indexes WHERE indexrelname = 'idempotency_keys_expires'`));
+}
+
+test('admission and a batch of movements with their keys read no table sequentially, and find keys by their primary key', async () => {
   const before = await seqScans();
+  const expiryBefore = await expiryIndexScans();
   for (let i = 0; i < 10; i++) {
     // Alone (api_admit_one) and in a batch of two (api_admit_many), each giving back the slots the
     // one before took.
@@ -85,6 +94,7 @@ test('admission and a batch of movements with their keys read no table sequentia
   const after = await seqScans();
   const scanned = TABLES.filter((t) => (after[t] ?? 0) > (before[t] ?? 0)).map((t) => `${t} (${(after[t] ?? 0) - (before[t] ?? 0)})`);
   assert.equal(scanned, [], `read sequentially: ${scanned.join(', ')}`);
+  assert.is(await expiryIndexScans() - expiryBefore, 0, 'Idempotency-Keys looked up through the expiry index');
 });
 
 /** Index scans of each of deliveries' indexes so far, flushed as seqScans does. */

@@ -92,7 +92,7 @@ BEGIN
   -- batch carries.
   FOR x IN
     SELECT h.i::int AS i, h.escopo, h.permissao, h.custo, p_custos_mes[h.i] AS custo_mes, h.classe, k.*, (SELECT api_enabled FROM platform) AS api_enabled,
-           ik.feita IS NOT NULL OR (p_outras_provas[h.i] IS NOT NULL
+           ik.feita IS TRUE OR (p_outras_provas[h.i] IS NOT NULL
                                     AND admission_repeticao(k.conta_id, p_outras_provas[h.i])) AS repeticao,
            b.tokens, b.refreshed_at, wl.window_start AS win_l, wl.used AS used_l, we.window_start AS win_e, we.used AS used_e,
            m.chamadas AS month_charged, ma.unspent AS month_unspent, s.key_slots, s.account_slots
@@ -113,10 +113,12 @@ BEGIN
          WHERE ch.token_hash = h.hash AND ch.revogada_em IS NULL AND (ch.expira_em IS NULL OR ch.expira_em > v_now)
          LIMIT 1) k ON true
       -- A completed record of the request's Idempotency-Key on its path that outlives its claim
-      -- (admission_repeticao says why a minute).
-      LEFT JOIN LATERAL (SELECT true AS feita FROM idempotency_keys i
+      -- (admission_repeticao says why a minute). Found by its primary key alone (the LIMIT keeps the
+      -- other conditions out): with the expiry in its WHERE, a plan made on an empty table read the
+      -- expiry index, every live key of every account.
+      LEFT JOIN LATERAL (SELECT i.route = p_idem_rotas[h.i] AND i.expires_at > v_now + interval '1 minute' AS feita
+                           FROM idempotency_keys i
                           WHERE i.conta_id = k.conta_id AND i.chave_id = k.chave_id AND i.key = p_idem_chaves[h.i]
-                            AND i.route = p_idem_rotas[h.i] AND i.expires_at > v_now + interval '1 minute'
                           LIMIT 1) ik ON p_idem_chaves[h.i] IS NOT NULL
       LEFT JOIN LATERAL (SELECT tokens, refreshed_at FROM rate_buckets WHERE chave_id = k.chave_id LIMIT 1) b ON true
       LEFT JOIN LATERAL (SELECT window_start, used FROM minute_windows

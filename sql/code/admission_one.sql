@@ -71,11 +71,13 @@ BEGIN
     JOIN usuarios u ON u.conta_id = ch.conta_id AND u.id = ch.usuario_id
     -- A repetition is charged as a read (contract §8.2): its minute counter is the reads'. A POST's
     -- Idempotency-Key is looked up inline, any other probe through the function.
-    LEFT JOIN LATERAL (SELECT true AS feita FROM idempotency_keys i
+    -- Found by its primary key alone (the LIMIT keeps the other conditions out): with the expiry in
+    -- its WHERE, a plan made on an empty table read the expiry index, every live key of every account.
+    LEFT JOIN LATERAL (SELECT i.route = p_prova ->> 'rota' AND i.expires_at > v_now + interval '1 minute' AS feita
+                         FROM idempotency_keys i
                         WHERE i.conta_id = ch.conta_id AND i.chave_id = ch.id AND i.key = p_prova ->> 'chave'
-                          AND i.route = p_prova ->> 'rota' AND i.expires_at > v_now + interval '1 minute'
                         LIMIT 1) ik ON p_prova ? 'chave'
-    CROSS JOIN LATERAL (SELECT ik.feita IS NOT NULL
+    CROSS JOIN LATERAL (SELECT ik.feita IS TRUE
                                OR (p_prova IS NOT NULL AND NOT p_prova ? 'chave' AND admission_repeticao(ch.conta_id, p_prova))
                                AS repeticao) r
     LEFT JOIN rate_buckets b ON b.chave_id = ch.id
