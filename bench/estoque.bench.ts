@@ -202,11 +202,13 @@ ${table}
 - How: admission goes in batches (every request waiting at a moment in one round trip and one
   commit), then the movements of the admitted requests go in batches of their own, up to three side
   by side (api/write-queue.ts), each batch one statement, api_estoque_movimentar_lote, that for each
-  movement declares the origin for the triggers, claims the Idempotency-Key, moves the balance,
-  records the movement (its trigger queues estoque.movimentado) and keeps the key's record. The baseline
+  movement declares the origin for the triggers, claims the Idempotency-Key and moves the balance,
+  then writes the batch's movements in one INSERT (its trigger queues estoque.movimentado) and their
+  keys' records in another, so the tables' CHECKs are prepared once a batch (docs/decisions.md, "CHECKs
+  prepared once a batch"). The baseline
   makes 4 round trips and one commit per request; the API makes 2 round trips shared by a batch
-  each. What is left is work the baseline does not do: a movement runs about a dozen statements
-  (key claim and record, balance, movement with 3 foreign keys, the grouped event's check), every one an
+  each. What is left is work the baseline does not do: a movement runs about ten statements
+  (key claim, checks and balance, its share of the two INSERTs with 3 foreign keys, the grouped event's check), every one an
   index lookup (docs/decisions.md, "Index lookups on the hot path"), and writes rows the baseline has
   no equivalent of: the Idempotency-Key's record, the request log's row, the movement's five indexes
   (one per filter of GET /estoque/movimentos) and the foreign keys' row locks. A movement that joins
