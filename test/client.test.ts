@@ -81,7 +81,8 @@ test('the event log, the attempts of an event and its redelivery, with a real wo
     assert.equal(evento.data, entregue?.json);
     const tentativas = await eventually(
       () => eventos.GET('/eventos/{id}/entregas', { params: { path: { id } } }),
-      (r) => r.data?.dados.length === 1);
+      // Listed when the request goes out; complete (and the delivery free to be replayed) once its outcome is recorded.
+      (r) => r.data?.dados.length === 1 && r.data.dados[0]?.status_http !== null);
     assert.equal(tentativas.data?.dados.map((t) => [t.endpoint_id, t.tentativa, t.status_http]), [[endpoint.id, 1, 200]]);
     const reenvio = await eventos.POST('/eventos/{id}/reenviar', {
       params: { path: { id }, header: { 'Idempotency-Key': 'cliente-reenvio-1' } },

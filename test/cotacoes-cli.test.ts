@@ -44,9 +44,9 @@ test('create, send, the customer opens and asks to close, revise, send again, ap
   const id = criada.id;
   assert.is((await ok('cotacoes', 'send', '--conta', conta.contaId, '--cotacao', id)).status, 'enviada');
   const token = (await ok('cotacoes', 'show', '--conta', conta.contaId, '--cotacao', id)).link_token;
-  assert.is((await ok('cotacoes', 'open-link', '--token', token)).abertura_n, 1);
-  assert.is((await ok('cotacoes', 'open-link', '--token', token)).abertura_n, 2);
-  const fechamento = await ok('cotacoes', 'close-deal', '--token', token, '--cor-a-combinar', 'true');
+  assert.is((await ok('cotacoes', 'open-link', `--token=${token}`)).abertura_n, 1);
+  assert.is((await ok('cotacoes', 'open-link', `--token=${token}`)).abertura_n, 2);
+  const fechamento = await ok('cotacoes', 'close-deal', `--token=${token}`, '--cor-a-combinar', 'true');
   assert.equal([fechamento.cor_a_combinar, fechamento.versao, fechamento.novo], [true, 1, true]);
   assert.is((await ok('cotacoes', 'revise', '--conta', conta.contaId, '--cotacao', id)).status, 'rascunho');
   const reenviada = await ok('cotacoes', 'send', '--conta', conta.contaId, '--cotacao', id);
