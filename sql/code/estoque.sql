@@ -174,7 +174,8 @@ BEGIN
 END $$;
 
 -- A movement made in one call (the screen's path, shared/db/estoque.ts): prepared and written, by
--- whoever the transaction declared (app.via, app.chave_id; none: the screen).
+-- whoever the transaction declared (app.via, app.chave_id; none: the screen). Its parameters are
+-- estoque_movimento_preparar's.
 CREATE FUNCTION estoque_movimentar(
   p_conta_id uuid,
   p_tipo text,
