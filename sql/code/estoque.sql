@@ -173,9 +173,9 @@ BEGIN
     FROM unnest(p_contas, p_chaves, p_lotes, p_posicoes, p_movimentos) AS x (conta_id, chave_id, lote_id, lote_posicao);
 END $$;
 
--- A movement made in one call (the screen's path, shared/db/estoque.ts): prepared and written, by
--- whoever the transaction declared (app.via, app.chave_id; none: the screen). Its parameters are
--- estoque_movimento_preparar's.
+-- A movement made in one call (the screen's path: the operator CLI, shared/db/estoque.ts): prepared
+-- and written, by whoever the transaction declared (app.via, app.chave_id; none: the screen). Its
+-- parameters are estoque_movimento_preparar's.
 CREATE FUNCTION estoque_movimentar(
   p_conta_id uuid,
   p_tipo text,
