@@ -56,13 +56,16 @@ export function startRecorder(deps: { pool: Pool; log: Logger }): Recorder {
     for (const w of batch) writeAlone(w.entry).then(w.resolve, w.reject);
   }
 
-  function flush(): void {
+  /** The outcomes waiting, which stop waiting. */
+  function drain(): Waiting[] {
     if (timer) clearTimeout(timer);
     timer = null;
     const batch = waiting;
     waiting = [];
-    alone(batch);
+    return batch;
   }
+
+  const flush = () => alone(drain());
 
   async function writeWithRetries(batch: Finished[]): Promise<void> {
     const { runs, disable } = endpointsAfter(batch);
@@ -102,10 +105,7 @@ export function startRecorder(deps: { pool: Pool; log: Logger }): Recorder {
       if (waiting.length === 0) return null;
       const { runs, disable } = endpointsAfter(waiting.map((w) => w.entry));
       if (disable.length > 0) return null;
-      const batch = waiting;
-      waiting = [];
-      if (timer) clearTimeout(timer);
-      timer = null;
+      const batch = drain();
       return {
         outcomes: { results: batch.map((w) => w.entry.result), runs },
         settle(error?: unknown) {
