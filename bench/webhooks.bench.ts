@@ -159,7 +159,9 @@ secrets.set('/one', new Webhook(oneEndpoint.segredo));
 secrets.set('/raw', new Webhook(oneEndpoint.segredo));
 
 function spawnWorker(): ChildProcess {
-  const child = spawn(process.execPath, ['worker/main.ts'], {
+  // BENCH_WORKER_NODE_ARGS: extra node flags for the worker (e.g. --cpu-prof to profile it).
+  const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, 'worker/main.ts'], {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, PUBLIC_BASE_URL: WORKER_BASE_URL, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],

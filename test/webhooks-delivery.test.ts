@@ -8,7 +8,7 @@ import { rotacionarSegredo } from '../shared/db/webhooks.ts';
 import { RETRY_DELAYS_SECONDS } from '../shared/domain/webhooks.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
-import { addEndpoint, emit, eventually, makeDue, startReceiver, type Receiver } from './helpers/receiver.ts';
+import { addEndpoint, emit, eventually, makeDue, startReceiver, type Receiver, type Reply } from './helpers/receiver.ts';
 import { startSmtpReceiver, type SmtpReceiver } from './helpers/smtp.ts';
 
 const test = suite('webhooks: delivery, retries, success, disabling, rotation');
@@ -31,9 +31,9 @@ test.after(async () => {
   await smtp.close();
 });
 
-const replies = new Map<string, (r: { json: any }) => { status?: number; headers?: Record<string, string>; body?: string; delayMs?: number }>();
+const replies = new Map<string, (r: { json: any }) => Reply>();
 
-async function endpoint(reply?: (r: { json: any }) => { status?: number; headers?: Record<string, string>; body?: string; delayMs?: number }) {
+async function endpoint(reply?: (r: { json: any }) => Reply) {
   const email = `criador${++n}@entregas.invalid`;
   const usuario = await criarUsuario(app.db.pool, { contaId: account.contaId, nome: `Criador ${n}`, email, permissoes: ['cotacoes.ver'] });
   const path = `/p${n}`;
@@ -171,6 +171,18 @@ test('an endpoint failing every delivery for 5 days is disabled, its creator e-m
   assert.is(other.id, waitingSecond.id);
   assert.is(other.status, 'failed');
   assert.match(other.last_error ?? '', 'endpoint desativado');
+});
+
+test('the deadline bounds the whole exchange: a body that never ends is cut there, and its status decides', async () => {
+  const e = await endpoint(() => ({ status: 503, body: 'ocupado', bodyNeverEnds: true }));
+  const eventId = await evento();
+  const d = await settled(eventId, e.id, 1);
+  const [first] = await attemptsOf(d.id);
+  assert.ok(first);
+  assert.is(first.response_status, 503);
+  assert.is(first.response_body, 'ocupado', 'what arrived before the deadline is kept');
+  assert.ok(first.duration_ms >= 450 && first.duration_ms < 1_400, `the attempt ended at the 500 ms deadline (${first.duration_ms} ms)`);
+  assert.is(d.status, 'pending', 'a 503 is retried');
 });
 
 test('keeps at most 4 KB of the response body', async () => {

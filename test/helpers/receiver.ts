@@ -20,7 +20,11 @@ export type Received = {
   at: number;
 };
 
-export type Reply = { status?: number; headers?: Record<string, string>; body?: string; delayMs?: number };
+export type Reply = {
+  status?: number; headers?: Record<string, string>; body?: string; delayMs?: number;
+  /** Sends the status and `body`, then keeps the body open until the client hangs up. */
+  bodyNeverEnds?: boolean;
+};
 export type Behaviour = (request: Received) => Reply | Promise<Reply>;
 
 export type Receiver = {
@@ -78,7 +82,8 @@ export async function startReceiver(): Promise<Receiver> {
       if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
       if (res.destroyed) return;
       res.writeHead(reply.status ?? 200, reply.headers ?? { 'content-type': 'text/plain' });
-      res.end(reply.body ?? '');
+      if (reply.bodyNeverEnds) res.write(reply.body ?? '');
+      else res.end(reply.body ?? '');
     });
   });
   server.on('connection', (s) => {

@@ -5,6 +5,8 @@ import type { Pool } from '../../shared/db/pool.ts';
 import type { Logger } from '../../shared/log.ts';
 
 export type WorkerDeps = { pool: Pool; config: Config; log: Logger; boss: PgBoss };
+/** What the worker's own loops (webhooks, mail) use: they run before, and without, pg-boss. */
+export type LoopDeps = Omit<WorkerDeps, 'boss'>;
 
 export type JobDef<T = object> = {
   name: string;

@@ -8,7 +8,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type TakeLimits, type TakenDelivery } from '../../shared/db/deliveries.ts';
 import type { DeliveryResult, Lease, Outcomes } from '../../shared/db/outcomes.ts';
 import type { Config } from '../../shared/config.ts';
-import type { WorkerDeps } from '../jobs/types.ts';
+import type { LoopDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { attemptDelivery } from './attempt.ts';
 import type { WebhookHttp } from './http.ts';
@@ -63,7 +63,7 @@ function countDown(counts: Map<string, number>, key: string): void {
 
 const leaseOf = (row: TakenDelivery): Lease => ({ contaId: row.conta_id, deliveryId: row.id, leaseId: row.lease_id });
 
-export function startDispatcher(deps: WorkerDeps, notifier: Notifier, http: WebhookHttp, recorder: Recorder): Dispatcher {
+export function startDispatcher(deps: LoopDeps, notifier: Notifier, http: WebhookHttp, recorder: Recorder): Dispatcher {
   const { pool, config, log } = deps;
   const limits = holdLimits(config);
   const minTake = Math.max(1, Math.floor(limits.total / 8));

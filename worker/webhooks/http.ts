@@ -57,12 +57,15 @@ export function createWebhookHttp(options: { timeoutMs: number; allowPrivateNetw
         durationMs: Math.round(performance.now() - started),
         ...fields,
       });
-      // axios's timeout is per socket inactivity; the signal bounds the whole exchange.
-      const signal = AbortSignal.timeout(options.timeoutMs);
+      // axios's timeout is per socket inactivity; the deadline bounds the whole exchange. A timer
+      // cleared when the exchange ends: AbortSignal.timeout's timers lived on, thousands of them,
+      // until they fired.
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(new DeadlineError()), options.timeoutMs);
       try {
         if (!options.allowPrivateNetworks) checkUrlHost(url);
         const response = await client.post<Readable>(url, body, {
-          signal,
+          signal: deadline.signal,
           headers: { 'content-type': 'application/json', 'user-agent': 'printfarm-webhooks/1', ...headers },
         });
         const retryAfter = response.headers['retry-after'];
@@ -73,7 +76,9 @@ export function createWebhookHttp(options: { timeoutMs: number; allowPrivateNetw
           retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
         });
       } catch (error) {
-        return done({ status: null, body: null, error: describe(error, options.timeoutMs), retryAfter: null });
+        return done({ status: null, body: null, error: describe(deadline.signal.aborted ? deadline.signal.reason : error, options.timeoutMs), retryAfter: null });
+      } finally {
+        clearTimeout(timer);
       }
     },
     close() {
@@ -83,22 +88,43 @@ export function createWebhookHttp(options: { timeoutMs: number; allowPrivateNetw
   };
 }
 
-/** Up to RESPONSE_BODY_LIMIT bytes of the body as text; the rest is not read. */
-async function readLimited(stream: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of stream) {
-      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+/** The whole exchange took longer than the worker's deadline. */
+class DeadlineError extends Error {
+  override name = 'TimeoutError';
+}
+
+/**
+ * Up to RESPONSE_BODY_LIMIT bytes of the body as text; the rest is not read. A body cut short
+ * (deadline, reset) keeps what arrived: the status already decided. (Events, not an async
+ * iterator: that cost a promise per chunk.)
+ */
+function readLimited(stream: Readable): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      stream.off('data', onData);
+      stream.destroy();
+      resolve(decodeLimited(chunks));
+    };
+    const onData = (chunk: Buffer | string) => {
+      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
       chunks.push(buffer);
       size += buffer.length;
-      if (size >= RESPONSE_BODY_LIMIT) break;
-    }
-  } catch {
-    // A body cut short (deadline, reset) keeps what arrived; the status already decided.
-  } finally {
-    stream.destroy();
-  }
+      if (size >= RESPONSE_BODY_LIMIT) finish();
+    };
+    stream.on('data', onData);
+    stream.once('end', finish);
+    stream.once('error', finish);
+    stream.once('close', finish);
+  });
+}
+
+function decodeLimited(chunks: Buffer[]): string {
+  if (chunks.length === 0) return '';
   let text = Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8').replaceAll('\u0000', '');
   // A multi-byte character cut at the limit decodes to U+FFFD, which may take more bytes.
   while (Buffer.byteLength(text) > RESPONSE_BODY_LIMIT) text = text.slice(0, -1);

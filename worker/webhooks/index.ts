@@ -1,7 +1,7 @@
 // Webhooks in the worker: the outbox relay and the dispatcher of due deliveries, sharing one HTTP
 // client and one outcome recorder. Stops in that order, so the last outcomes are recorded before
 // the HTTP agents close.
-import type { WorkerDeps } from '../jobs/types.ts';
+import type { LoopDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import type { Poller } from '../poller.ts';
 import { startDispatcher } from './dispatcher.ts';
@@ -9,7 +9,7 @@ import { createWebhookHttp } from './http.ts';
 import { startRecorder } from './recorder.ts';
 import { startRelay } from './relay.ts';
 
-export function startWebhooks(deps: WorkerDeps, notifier: Notifier): Poller {
+export function startWebhooks(deps: LoopDeps, notifier: Notifier): Poller {
   const http = createWebhookHttp({
     timeoutMs: deps.config.WEBHOOK_TIMEOUT_MS,
     allowPrivateNetworks: deps.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,

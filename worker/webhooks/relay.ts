@@ -3,7 +3,7 @@
 // statement takes for this worker's dispatcher what it has room for, and leaves the rest due for any
 // worker. Woken by NOTIFY at commit; polls as a fallback and for grouping windows.
 import { relayOutbox } from '../../shared/db/outbox.ts';
-import type { WorkerDeps } from '../jobs/types.ts';
+import type { LoopDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { startPoller, type Poller } from '../poller.ts';
 import type { Dispatcher } from './dispatcher.ts';
@@ -12,7 +12,7 @@ const BATCH = 500;
 /** The channel emit_event notifies at commit (sql/code/eventos.sql). */
 export const CHANNEL_OUTBOX = 'outbox';
 
-export function startRelay(deps: WorkerDeps, notifier: Notifier, dispatcher: Dispatcher): Poller {
+export function startRelay(deps: LoopDeps, notifier: Notifier, dispatcher: Dispatcher): Poller {
   const { pool, log } = deps;
   const poller = startPoller({
     name: 'webhook-relay',
