@@ -3,6 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { criarUsuario } from '../shared/db/contas.ts';
+import { freePort } from '../shared/db/embedded.ts';
 import { sql } from '../shared/db/pool.ts';
 import { rotacionarSegredo } from '../shared/db/webhooks.ts';
 import { RETRY_DELAYS_SECONDS } from '../shared/domain/webhooks.ts';
@@ -185,6 +186,21 @@ test('the deadline bounds the whole exchange: a body that never ends is cut ther
   assert.is(d.status, 'pending', 'a 503 is retried');
 });
 
+test('a receiver that refuses the connection is a failed attempt that says so, retried', async () => {
+  const e = await endpoint();
+  const closed = await freePort();
+  await app.db.pool.query(sql.typeAlias('void')`UPDATE webhook_endpoints SET url = ${`http://127.0.0.1:${closed}/fechado`} WHERE id = ${e.id}`);
+  const eventId = await evento();
+  const d = await settled(eventId, e.id, 1);
+  const [first] = await attemptsOf(d.id);
+  assert.ok(first);
+  assert.is(first.response_status, null);
+  assert.match(first.error ?? '', 'ECONNREFUSED');
+  assert.is(d.status, 'pending', 'retried');
+  // The plan's endpoints are few: this one gives its place back.
+  await app.db.pool.query(sql.typeAlias('void')`DELETE FROM webhook_endpoints WHERE id = ${e.id}`);
+});
+
 test('keeps at most 4 KB of the response body', async () => {
   const e = await endpoint(() => ({ status: 200, body: 'ação '.repeat(3_000) }));
   const eventId = await evento();
@@ -221,6 +237,16 @@ test('during a rotation deliveries carry both signatures, each verifying with it
   const [r2] = await receiver.waitFor(1, (r) => r.id === after && r.path === e.path);
   assert.is(r2?.signature.split(' ').length, 1);
   assert.ok(r2?.verified);
+});
+
+test('every request: a POST of JSON with the worker\'s user agent, no compression asked, its Content-Length', () => {
+  assert.ok(receiver.received.length > 10);
+  for (const got of receiver.received) {
+    assert.is(got.headers['content-type'], 'application/json');
+    assert.is(got.headers['user-agent'], 'printfarm-webhooks/1');
+    assert.is(got.headers['accept-encoding'], undefined, 'an answer is read as it comes: none is asked compressed');
+    assert.is(got.headers['content-length'], String(Buffer.byteLength(got.body)));
+  }
 });
 
 test('every request received carried valid signatures', () => {

@@ -18,6 +18,8 @@ export type Received = {
   /** Every secret registered for the path verified the request. */
   verified: boolean;
   at: number;
+  /** All the request's headers, as Node received them. */
+  headers: http.IncomingHttpHeaders;
 };
 
 export type Reply = {
@@ -74,7 +76,7 @@ export async function startReceiver(): Promise<Receiver> {
       }
       const request: Received = {
         path, id: headers['webhook-id'], timestamp: headers['webhook-timestamp'], signature: headers['webhook-signature'],
-        body, json, verified, at: performance.now(),
+        body, json, verified, at: performance.now(), headers: req.headers,
       };
       received.push(request);
       for (const w of [...waiters]) w();
