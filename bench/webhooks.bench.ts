@@ -418,7 +418,7 @@ else runs on it: the last column is the share of the machine's CPU other process
 What the figures mean:
 
 - **One endpoint** (goal ${verdict(s.fromFirst >= 2000)}; ratio ${verdict(pair.ratio >= 0.9)}): the worker delivered ${s.fromFirst}/s where the raw sender, with the
-  same ${PER_ENDPOINT} requests in flight to the same receiver, delivered ${r.fromFirst}/s.${r.fromFirst > s.fromFirst ? ' The receiver is not the limit: it kept up with the\n  raw sender.' : ''} The worker takes an endpoint's deliveries ahead (up to twice its concurrency), in one statement that
+  same ${PER_ENDPOINT} requests in flight to the same receiver, delivered ${r.fromFirst}/s.${r.fromFirst > s.fromFirst ? ' The receiver is not the limit: it kept up with the\n  raw sender.' : ''} The worker takes an endpoint's deliveries ahead (up to three times its concurrency), in one statement that
   also records each attempt's start before any request goes out and writes the outcomes that made room for them
   (shared/db/deliveries.ts, takeDeliveries; shared/db/outcomes.ts). A slot of its per-endpoint limit is freed when the answer
   is read. Each of its ${PER_ENDPOINT} slots spent ${ms(slotMs)} ms per delivery, of which

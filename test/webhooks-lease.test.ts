@@ -262,8 +262,8 @@ test('a delivery whose lease another worker took while it waited is not sent by 
 test('a worker stopping gives back what it took and did not send: due at once, no attempt left open, the requests in flight recorded', async () => {
   await withWorker({ path: '/devagar', perEndpoint: 2, delayMs: 1_500 }, async ({ app, receiver, account, emitir }) => {
     for (let i = 0; i < 10; i++) await emitir('COT-1');
-    // Two requests out (1.5 s each: the stop comes well before they end), two more taken and waiting
-    // behind them (twice the endpoint's concurrency).
+    // Two requests out (1.5 s each: the stop comes well before they end), four more taken and waiting
+    // behind them (three times the endpoint's concurrency).
     await receiver.waitFor(2, (r) => r.path === '/devagar');
     await app.worker?.stop();
     const rows = await app.db.pool.any(sql.type(z.object({ status: z.string(), attempts: z.number(), leased: z.boolean(), due: z.boolean() }))`
