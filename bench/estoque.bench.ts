@@ -214,6 +214,11 @@ ${table}
   (one per filter of GET /estoque/movimentos) and the foreign keys' row locks. A movement that joins
   its variation's open estoque.movimentado window writes nothing for it (it used to rewrite the
   pending event: docs/decisions.md, "A change that joins an open window writes nothing").
+- What dominates the gap: PostgreSQL. The service spent ${mov.cpu.PostgreSQL ?? 0} µs of PostgreSQL CPU a movement against the
+  baseline's ${bareTx.cpu.PostgreSQL ?? 0}, and its process ${Object.entries(mov.cpu).find(([l]) => l.startsWith('server'))?.[1] ?? 0} µs against ${Object.entries(bareTx.cpu).find(([l]) => l.startsWith('server'))?.[1] ?? 0}. By statement (pg_stat_statements, the section
+  "Where PostgreSQL's time goes" below) about two thirds of it is the movement's statement and most of the rest admission,
+  which the baseline does not do at all (it has no rate limiter): the key, every ceiling and the slot, in PL/pgSQL that
+  decides each request of a batch in turn.
 ${walTable(mov)}
 - One request at a time (p50, ms):
 

@@ -423,13 +423,27 @@ What the figures mean:
   (shared/db/deliveries.ts, takeDeliveries; shared/db/outcomes.ts). A slot of its per-endpoint limit is freed when the answer
   is read. Each of its ${PER_ENDPOINT} slots spent ${ms(slotMs)} ms per delivery, of which
   ${ms(s.postMs)} ms in the POST as the worker timed it (on a busy machine a POST's time includes waiting for the worker's
-  event loop), so about ${Math.round(Math.max(0, 1 - s.postMs / slotMs) * 100)} % of a slot's time is the worker's own turns between requests. The raw sender's slot
-  is the POST alone (${ms(rawSlotMs)} ms).
+  event loop), so about ${Math.round(Math.max(0, 1 - s.postMs / slotMs) * 100)} % of a slot's time is spent between requests, waiting for the next
+  delivery to be taken or for the worker's turn: an endpoint is taken from once ${PER_ENDPOINT} of its places are free, in the
+  statement that writes their outcomes, and that round trip lasts about as long as a POST. Counted once with a tally in the
+  dispatcher (not part of this bench) when a worker held twice the concurrency: 96 % of requests ended with no delivery of
+  the endpoint waiting, and on average 4.8 of the 10 slots were busy. Holding three times the concurrency raised the rate by
+  about 9 % (2,616–2,764 → 2,884–3,009/s, alternate runs of 5,000 events); four times did no better, the machine's CPU being
+  the bound (below). The raw sender's slot is the POST alone (${ms(rawSlotMs)} ms).
 - **CPU bounds the rest**: the service spent ${serviceUs} µs of CPU per delivery across worker, PostgreSQL and receiver, so ${cores} cores
   allow at most about ${cpuBound(serviceUs)} deliveries/s whatever the concurrency; the raw sender and receiver ${rawUs} µs, about
-  ${cpuBound(rawUs)}/s. On this machine 2,000/s needs the service's total under ${Math.round((cores * 1e6) / 2000)} µs a delivery.
-- **Cold start**: counted from the spawn, the worker's ${s.fromSpawn}/s includes loading, connecting, starting pg-boss and relaying the
-  backlog before the first POST; the raw sender's ${r.fromSpawn}/s only Node's start.
+  ${cpuBound(rawUs)}/s. On this machine 2,000/s needs the service's total under ${Math.round((cores * 1e6) / 2000)} µs a delivery. The worker's own
+  ${usOf(s.cpu, 'worker')} µs is near the raw sender's ${usOf(r.cpu, 'raw sender')} µs (the same envelope, signature and request, sent through axios
+  with an adapter of ours over node:http: axios's own adapter cost about 60 µs more a delivery). What the raw sender does not
+  do is PostgreSQL's ${usOf(s.cpu, 'PostgreSQL')} µs: each attempt is recorded before its request goes out and completed after it (item 7 of
+  issue 20), a few rows and a dozen index entries per delivery, in statements of ${PER_ENDPOINT}. A sender as cheap as the raw one that also
+  paid for those writes would spend ${usOf(r.cpu, 'raw sender') + usOf(s.cpu, 'PostgreSQL') + usOf(s.cpu, 'bench')} µs a delivery with the receiver: at most ${cpuBound(usOf(r.cpu, 'raw sender') + usOf(s.cpu, 'PostgreSQL') + usOf(s.cpu, 'bench'))}/s on these ${cores} cores,
+  ${(cpuBound(usOf(r.cpu, 'raw sender') + usOf(s.cpu, 'PostgreSQL') + usOf(s.cpu, 'bench')) / Math.max(1, r.fromFirst)).toFixed(2)} of the raw sender's rate: the goal of 0.9 is out of reach on this machine for any sender that writes its attempts
+  to the database as they happen.
+- **Cold start**: counted from the spawn, the worker's ${s.fromSpawn}/s includes loading, connecting and relaying the backlog before
+  the first POST, ${ms((ONE_BACKLOG / Math.max(1, s.fromSpawn) - ONE_BACKLOG / Math.max(1, s.fromFirst)) * 1000)} ms after the spawn (loading the worker's modules alone takes about 280 ms; its pipeline starts
+  before pg-boss does); the raw sender's ${r.fromSpawn}/s only Node's start. With ${ONE_BACKLOG} events that start-up is ${Math.round((1 - s.fromSpawn / Math.max(1, s.fromFirst)) * 100)} % of the
+  time from the spawn: 2,000/s from the spawn would need it under ${ms(Math.max(0, 1000 - (ONE_BACKLOG / Math.max(1, s.fromFirst)) * 1000))} ms.
 - **${ACCOUNTS} accounts**: with ${ACCOUNTS} endpoints up to ${Math.min(defaults.WEBHOOK_CONCURRENCY, ACCOUNTS * PER_ENDPOINT)} requests are in flight, and the worker drained ${deliveriesPerSecond}/s (goal ${verdict(deliveriesPerSecond >= 2000)}).
 - **Latency at ${RATE}/s** (p50 goal ${verdict(hook.p50 <= 10)}): between the event's commit and its POST comes the relay's statement, woken by NOTIFY,
   which also takes the delivery for its worker (the hourly reservation and the attempt's start): one round trip and one commit.

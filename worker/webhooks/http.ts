@@ -104,7 +104,8 @@ function sendOver(agents: Record<'http:' | 'https:', http.Agent>): AxiosAdapter 
     }, (response) => {
       resolve({ data: response, status: response.statusCode ?? 0, statusText: response.statusMessage ?? '', headers: response.headers, config, request });
     });
-    request.once('error', reject);
+    // on, not once: a socket that fails after the answer began may report to the request again.
+    request.on('error', reject);
     request.end(body);
   });
 }
