@@ -434,7 +434,7 @@ What the figures mean:
   allow at most about ${cpuBound(serviceUs)} deliveries/s whatever the concurrency; the raw sender and receiver ${rawUs} µs, about
   ${cpuBound(rawUs)}/s. On this machine 2,000/s needs the service's total under ${Math.round((cores * 1e6) / 2000)} µs a delivery. The worker's own
   ${usOf(s.cpu, 'worker')} µs is near the raw sender's ${usOf(r.cpu, 'raw sender')} µs (the same envelope, signature and request, sent through axios
-  with an adapter of ours over node:http: axios's own adapter cost about 60 µs more a delivery). What the raw sender does not
+  with an adapter of ours over node:http: with axios's own adapter the worker spent about 110 µs more a delivery). What the raw sender does not
   do is PostgreSQL's ${usOf(s.cpu, 'PostgreSQL')} µs: each attempt is recorded before its request goes out and completed after it (item 7 of
   issue 20), a few rows and a dozen index entries per delivery, in statements of ${PER_ENDPOINT}. A sender as cheap as the raw one that also
   paid for those writes would spend ${usOf(r.cpu, 'raw sender') + usOf(s.cpu, 'PostgreSQL') + usOf(s.cpu, 'bench')} µs a delivery with the receiver: at most ${cpuBound(usOf(r.cpu, 'raw sender') + usOf(s.cpu, 'PostgreSQL') + usOf(s.cpu, 'bench'))}/s on these ${cores} cores,

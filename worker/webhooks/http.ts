@@ -86,10 +86,11 @@ export function createWebhookHttp(options: { timeoutMs: number; allowPrivateNetw
 
 /**
  * axios's transport for deliveries: the request over the receiver's keep-alive agent, answered with
- * the response as a stream. axios's own http adapter cost about 60 µs of CPU more per request
- * (measured; BENCHMARKS.md, webhooks) for what a delivery never uses: redirects, proxies,
- * decompression, progress events. This one follows no redirect, uses no proxy and asks for no
- * compression; the deadline (the request's signal) ends the exchange, response included.
+ * the response as a stream. With axios's own http adapter the worker spent about 110 µs of CPU
+ * more per delivery (docs/decisions.md, "The request of a delivery") on what a delivery never uses:
+ * redirects, proxies, decompression, progress events. This one follows no redirect, uses no proxy
+ * and asks for no compression; the deadline (the request's signal) ends the exchange, response
+ * included.
  */
 function sendOver(agents: Record<'http:' | 'https:', http.Agent>): AxiosAdapter {
   return (config) => new Promise((resolve, reject) => {
