@@ -30,6 +30,7 @@ import { BOSS_SCHEMA } from '../shared/boss.ts';
 import { cpuPerRequest, othersShare, postmasterOf, sampleCpu, sampleMachine } from './cpu.ts';
 import { benchDatabase, percentile, writeSection } from './lib.ts';
 import type { RawEvent, RawSenderInput, RawSenderOutput } from './webhooks-raw-sender.ts';
+import { RELAY_SPACING_MS } from '../worker/webhooks/relay.ts';
 
 const ACCOUNTS = 20;
 const BACKLOG = Number(process.env.BENCH_WEBHOOK_BACKLOG ?? 20_000);
@@ -447,11 +448,14 @@ What the figures mean:
 - **${ACCOUNTS} accounts**: with ${ACCOUNTS} endpoints up to ${Math.min(defaults.WEBHOOK_CONCURRENCY, ACCOUNTS * PER_ENDPOINT)} requests are in flight, and the worker drained ${deliveriesPerSecond}/s (goal ${verdict(deliveriesPerSecond >= 2000)}).
 - **Latency at ${RATE}/s** (p50 goal ${verdict(hook.p50 <= 10)}): between the event's commit and its POST comes the relay's statement, woken by NOTIFY,
   which also takes the delivery for its worker (the hourly reservation and the attempt's start): one round trip and one commit.
-  pg-boss alone, one send and one fetch, takes ${ms(alone.p50)} ms at p50.
+  Relay passes start at least ${RELAY_SPACING_MS} ms apart, so an event that comes sooner after the last one waits for the rest and
+  goes with the others that came meanwhile (about two a pass at this rate): that wait is most of the p50. pg-boss alone, one
+  send and one fetch, takes ${ms(alone.p50)} ms at p50.
 - **PostgreSQL CPU** (goal ${verdict(pgPerEvent <= 1000)} counting everything, ${verdict(pipelinePg <= 1000)} for relay and delivery alone): ${pgPerEvent} µs an event,
-  ${pgEmit} µs of it the emitting transaction itself; at this rate each event is relayed, taken and started by one statement,
-  which also writes the outcome of the event before it (one commit an event; shared/db/outcomes.ts), plus the leases'
-  renewals and pg-boss's routine polling. No pg-boss job carries a delivery any more
+  ${pgEmit} µs of it the emitting transaction itself; at this rate a relay pass every ${RELAY_SPACING_MS} ms relays, takes and starts
+  the events that came since the last one, in one statement that also writes the outcomes of the events before them
+  (shared/db/outcomes.ts), plus the leases' renewals and pg-boss's routine polling. A pass per event cost about 1,250 µs
+  an event for relaying and delivering (docs/decisions.md, "Relay passes at most every 10 ms"). No pg-boss job carries a delivery any more
   (pg-boss alone costs ${usOf(bossCpu, 'PostgreSQL')} µs an empty job). The worker spent ${usOf(steadyCpu, 'worker')} µs an event.${others >= 20 ? `
 - **A busy machine**: other processes took up to ${others} % of the CPU during these runs; CPU time per event grows on a busy
   machine too (shared caches and cores), so both rates and CPU figures are worse than the same code on an idle one.` : ''}

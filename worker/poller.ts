@@ -1,6 +1,7 @@
 // A loop that runs a batch step again at once while it finds work, otherwise waits for its
-// interval or a notification, whichever comes first. Steps of one loop never overlap. A
-// notification that arrives during a step is kept, so work committed meanwhile is never missed.
+// interval or a notification, whichever comes first. Steps of one loop never overlap, and may be
+// spaced (spacingMs). A notification that arrives during a step is kept, so work committed
+// meanwhile is never missed.
 import type { Logger } from '../shared/log.ts';
 
 export type Poller = { wake(): void; stop(): Promise<void> };
@@ -17,6 +18,11 @@ export function startPoller(options: {
    * Without it, any item handled runs the step again at once.
    */
   batch?: number;
+  /**
+   * Steps start at least this far apart: a notification that comes sooner after the last step's
+   * start waits for the rest, and its step takes whatever else came meanwhile.
+   */
+  spacingMs?: number;
 }): Poller {
   let stopped = false;
   let wakeUp: (() => void) | null = null;
@@ -37,9 +43,17 @@ export function startPoller(options: {
       wakeUp = done;
     });
 
+  let lastStart = -Infinity;
+  const spacingLeft = () => lastStart + (options.spacingMs ?? 0) - performance.now();
   const loop = (async () => {
     while (!stopped) {
       let handled = 0;
+      // A timer may fire up to a millisecond early (it counts from the event loop's cached time).
+      for (let early = spacingLeft(); early > 0 && !stopped; early = spacingLeft()) {
+        await new Promise((resolve) => setTimeout(resolve, Math.ceil(early)));
+      }
+      if (stopped) break;
+      lastStart = performance.now();
       try {
         handled = await options.step();
       } catch (error) {

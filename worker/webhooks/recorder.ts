@@ -30,10 +30,11 @@ export type Recorder = {
 
 const MAX_BATCH = 500;
 /**
- * How long an outcome waits for a statement to join: at 200 events/s the next relay pass comes
- * within 5 ms; much longer only keeps the delivery, and its place in the worker's bounds, held.
+ * How long an outcome waits for a statement to join: relay passes come at most 10 ms apart while
+ * events arrive (relay.ts, RELAY_SPACING_MS), so at 200 events/s the next one comes within that;
+ * much longer only keeps the delivery, and its place in the worker's bounds, held.
  */
-const WAIT_MS = 10;
+const WAIT_MS = 20;
 // Two batches may be written at once: they touch different deliveries, and the database has more
 // than one core. A deadlock on a shared endpoint row is retried like any failure.
 const PARALLEL = 2;

@@ -9,6 +9,14 @@ import { startPoller, type Poller } from '../poller.ts';
 import type { Dispatcher } from './dispatcher.ts';
 
 const BATCH = 500;
+/**
+ * Relay passes start at least this far apart. Each pass is one statement and one durable commit,
+ * whatever it carries: at 200 events/s a pass per event cost PostgreSQL about 1,250 µs an event for
+ * relaying and delivering, a pass every 10 ms (two events or so) about 800, for a p50 from commit
+ * to receipt of about 7 ms instead of 2 (BENCHMARKS.md, webhooks). An event after a quiet moment
+ * goes at once; a backlog's full passes take longer than this anyway.
+ */
+export const RELAY_SPACING_MS = 10;
 /** The channel emit_event notifies at commit (sql/code/eventos.sql). */
 export const CHANNEL_OUTBOX = 'outbox';
 
@@ -19,6 +27,7 @@ export function startRelay(deps: LoopDeps, notifier: Notifier, dispatcher: Dispa
     intervalMs: 1_000,
     log,
     batch: BATCH,
+    spacingMs: RELAY_SPACING_MS,
     // When another worker holds the relay lock nothing is claimed; it keeps going while it finds events.
     step: () => dispatcher.relay((take, outcomes) => relayOutbox(pool, BATCH, take, outcomes)),
   });
