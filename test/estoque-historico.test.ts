@@ -121,6 +121,9 @@ test('only the own location: a consignment movement is neither listed nor read (
   // The screen's movements of the own location are the history too.
   const tela = await app.db.pool.transaction((tx) => movimentar(tx, conta.contaId, { tipo: 'entrada', variacao_id: v0, quantidade: 1, motivo: 'outro' }));
   assert.ok(tela.ok && (await ids('/estoque/movimentos?limite=100')).includes(tela.movimento.id));
+  const origem = await app.db.pool.one(sql.type(z.object({ via: z.string(), chave_id: z.string().nullable() }))`
+    SELECT via, chave_id FROM estoque_movimentos WHERE conta_id = ${conta.contaId} AND id = ${tela.movimento.id}`);
+  assert.equal(origem, { via: 'tela', chave_id: null }, 'a movement nobody declared came from the screen');
 });
 
 test('another account\'s movement is 404 by id, and never listed, even filtered by its variation, SKU or reference', async () => {

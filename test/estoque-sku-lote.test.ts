@@ -150,12 +150,12 @@ test('a batch applies every movement, in order within each balance, and answers 
   assert.is(movimentos[0].referencia_externa, 'LOTE-1');
   assert.equal(movimentos[1].metadados, { item: '2' });
   for (const m of movimentos) assert.equal((await request(`${app.baseUrl}/estoque/movimentos/${m.id}`, { token: conta.token })).body, m);
-  // Stored with the batch's id and each one's place in the request.
-  const lugares = await app.db.pool.any(sql.type(z.object({ id: z.string(), lote_posicao: z.number(), lote_id: z.string() }))`
-    SELECT id, lote_posicao, lote_id FROM estoque_movimentos
+  // Stored with the batch's id and each one's place in the request, made by the API with the caller's key.
+  const lugares = await app.db.pool.any(sql.type(z.object({ id: z.string(), lote_posicao: z.number(), lote_id: z.string(), via: z.string(), chave_id: z.string().nullable() }))`
+    SELECT id, lote_posicao, lote_id, via, chave_id FROM estoque_movimentos
      WHERE conta_id = ${conta.contaId} AND id = ANY (${sql.array(movimentos.map((m: { id: string }) => m.id), 'uuid')}) ORDER BY lote_posicao`);
   const loteId = lugares[0]?.lote_id ?? '';
-  assert.equal(lugares, movimentos.map((m: { id: string }, i: number) => ({ id: m.id, lote_posicao: i, lote_id: loteId })));
+  assert.equal(lugares, movimentos.map((m: { id: string }, i: number) => ({ id: m.id, lote_posicao: i, lote_id: loteId, via: 'api', chave_id: conta.chaveId })));
   assert.equal([await saldoDe(app.db.pool, conta.contaId, v(vaso)), await saldoDe(app.db.pool, conta.contaId, v(vaso, 1)), await saldoDe(app.db.pool, conta.contaId, v(lua))], [4, 0, 7]);
   // Each movement wrote its estoque.movimentado as alone: grouped per variation, the pending event of
   // each will carry the last movement of it when the relay sends it.

@@ -174,8 +174,8 @@ BEGIN
 END $$;
 
 -- A movement made in one call (the screen's path: the operator CLI, shared/db/estoque.ts): prepared
--- and written, by whoever the transaction declared (app.via, app.chave_id; none: the screen). Its
--- parameters are estoque_movimento_preparar's.
+-- and written, by whoever the transaction declared (origem_da_mudanca). Its parameters are
+-- estoque_movimento_preparar's.
 CREATE FUNCTION estoque_movimentar(
   p_conta_id uuid,
   p_tipo text,
@@ -193,12 +193,12 @@ CREATE FUNCTION estoque_movimentar(
 LANGUAGE plpgsql AS $$
 DECLARE
   r estoque_movimento;
+  o jsonb := origem_da_mudanca();
 BEGIN
   r := estoque_movimento_preparar(p_conta_id, p_tipo, p_variacao_id, p_parte_id, p_quantidade, p_contado, p_motivo,
                                   p_observacao, p_local_id, p_sku, p_referencia_externa, p_metadados);
   IF r.recusa IS NULL THEN
-    PERFORM estoque_movimentos_gravar(coalesce(nullif(current_setting('app.via', true), ''), 'tela'), ARRAY[p_conta_id],
-                                      ARRAY[nullif(current_setting('app.chave_id', true), '')::uuid], ARRAY[r]);
+    PERFORM estoque_movimentos_gravar(o ->> 'via', ARRAY[p_conta_id], ARRAY[(o ->> 'chave_id')::uuid], ARRAY[r]);
   END IF;
   RETURN r;
 END $$;

@@ -223,6 +223,8 @@ DECLARE
   n int := 0;
   v_movimentos estoque_movimento[] := '{}'::estoque_movimento[];
   v_posicoes int[] := '{}'::int[];
+  -- Who made them, as the transaction declared it.
+  v_origem jsonb := origem_da_mudanca();
 BEGIN
   BEGIN
     FOR it IN
@@ -251,9 +253,8 @@ BEGIN
     IF v_recusado THEN
       RAISE EXCEPTION 'a batch of movements with refused items writes nothing' USING ERRCODE = 'PF422';
     END IF;
-    PERFORM estoque_movimentos_gravar(coalesce(nullif(current_setting('app.via', true), ''), 'tela'),
-                                      array_fill(p_conta_id, ARRAY[n]),
-                                      array_fill(nullif(current_setting('app.chave_id', true), '')::uuid, ARRAY[n]),
+    PERFORM estoque_movimentos_gravar(v_origem ->> 'via', array_fill(p_conta_id, ARRAY[n]),
+                                      array_fill((v_origem ->> 'chave_id')::uuid, ARRAY[n]),
                                       v_movimentos, array_fill(v_lote, ARRAY[n]), v_posicoes);
   EXCEPTION WHEN SQLSTATE 'PF422' THEN
     RETURN json_build_object('recusas', to_json(array_remove(v_recusas, NULL)));
