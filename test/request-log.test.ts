@@ -53,6 +53,12 @@ test('records admitted and refused requests, flushed on a graceful stop', async 
   assert.is(okRow?.codigo, null);
   assert.is(okRow?.cost, 0, 'GET /conta costs nothing in the month, and the log keeps the month units');
   assert.ok((okRow?.duration_ms ?? -1) >= 0);
+  // Its id is a UUIDv7 of the request's arrival: the first 48 bits are the row's created_at in ms.
+  const id = okRow?.requisicao_id ?? '';
+  assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  const criadoMs = await app.db.pool.oneFirst(sql.type(z.object({ ms: z.number() }))`
+    SELECT (extract(epoch FROM created_at) * 1000)::float8 AS ms FROM request_log WHERE requisicao_id = ${id}`);
+  assert.is(parseInt(id.replace('-', '').slice(0, 12), 16), Math.round(criadoMs));
 
   const refusedRow = await readLog(refused.headers.get('x-request-id') ?? '');
   assert.is(refusedRow?.status, 401);
