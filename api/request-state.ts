@@ -58,7 +58,7 @@ export function requestState(req: IncomingMessage): RequestState {
  * against 4.4 µs for the uuid package's v7, which draws its random bytes through WebCrypto each time.
  * Ids of one millisecond are not ordered among themselves; nothing relies on that.
  */
-export function uuidv7(msecs: number): string {
+function uuidv7(msecs: number): string {
   const time = msecs.toString(16).padStart(12, '0');
   return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${randomUUID().slice(15)}`;
 }
