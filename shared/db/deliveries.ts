@@ -224,3 +224,16 @@ export async function releaseLeases(db: Db, leases: readonly Lease[]): Promise<n
      WHERE a.conta_id = r.conta_id AND a.delivery_id = r.id AND a.attempt = r.attempt AND a.succeeded IS NULL`);
   return released.rowCount;
 }
+
+const Waiting = z.object({ waiting: z.boolean() });
+
+/**
+ * Whether anything is waiting to go out now: an event due to be relayed, or a due delivery that no
+ * worker holds (one held is due again only when its lease runs out; a retry or a delivery held over
+ * its hourly cap waits for a later time). Two index lookups: outbox_pending and deliveries_due.
+ */
+export async function somethingWaiting(db: Db): Promise<boolean> {
+  return db.oneFirst(sql.type(Waiting)`
+    SELECT EXISTS (SELECT FROM outbox WHERE relayed_at IS NULL AND available_at <= now())
+        OR EXISTS (SELECT FROM deliveries WHERE status = 'pending' AND next_attempt_at <= now()) AS waiting`);
+}
