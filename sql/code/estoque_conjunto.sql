@@ -18,30 +18,34 @@ DECLARE
   -- Per movement, in the order given:
   v_var uuid[];      -- its variation: by id, or its SKU's
   v_vez int[];       -- its place among the batch's requests with the same Idempotency-Key
+  v_um_a_um boolean; -- the batch must go one by one
+  v_sumiu boolean;   -- a balance to move was not found under its lock
   v_claim text[];    -- how its key was claimed: new, running, conflito or done
   v_status int[]; v_codigo text[]; v_motivo text[]; v_resource uuid[];  -- done: the key's record
   v_mov estoque_movimento[];  -- new: the movement made, or its refusal (recusa, limite)
   v_saldo uuid[];    -- new: the balance it moves
 BEGIN
-  SELECT array_agg(x.variacao ORDER BY x.i), array_agg(x.vez ORDER BY x.i)
-    INTO v_var, v_vez
-    FROM (SELECT u.i, coalesce(p_variacoes[u.i], (estoque_variacao_do_sku(u.conta_id, p_skus[u.i])).variacao) AS variacao,
-                 row_number() OVER (PARTITION BY u.conta_id, u.chave_id, p_keys[u.i] ORDER BY u.i)::int AS vez
-            FROM unnest(p_contas, p_chaves) WITH ORDINALITY AS u (conta_id, chave_id, i)) x;
-  IF EXISTS (SELECT FROM generate_subscripts(p_contas, 1) AS i
-              WHERE p_tipos[i] NOT IN ('entrada', 'saida') OR p_quantidades[i] IS NULL OR p_contados[i] IS NOT NULL
-                 OR v_var[i] IS NULL)
-     OR (SELECT count(DISTINCT (p_contas[i], v_var[i], p_partes[i])) FROM generate_subscripts(p_contas, 1) AS i)
-        < cardinality(p_contas)
-     -- Known before any lock (a balance is never deleted): bailing out once some balances are
-     -- locked would make the loop take the others out of order.
-     OR EXISTS (SELECT FROM generate_subscripts(p_contas, 1) AS i
-                 WHERE p_tipos[i] = 'entrada'
-                   AND EXISTS (SELECT FROM variacoes v WHERE v.conta_id = p_contas[i] AND v.id = v_var[i])
+  SELECT array_agg(x.variacao ORDER BY x.i), array_agg(x.vez ORDER BY x.i),
+         bool_or(coalesce(p_tipos[x.i] NOT IN ('entrada', 'saida'), true) OR p_quantidades[x.i] IS NULL
+                 OR p_contados[x.i] IS NOT NULL OR x.variacao IS NULL OR x.abre)
+           OR count(DISTINCT (x.conta_id, x.variacao, p_partes[x.i])) < count(*)
+    INTO v_var, v_vez, v_um_a_um
+    FROM (SELECT y.*,
+                 row_number() OVER (PARTITION BY y.conta_id, y.chave_id, p_keys[y.i] ORDER BY y.i)::int AS vez,
+                 -- An entrada that would open its balance. Known before any lock (a balance is never
+                 -- deleted): bailing out once some balances were locked would make the loop take the
+                 -- others out of order.
+                 p_tipos[y.i] = 'entrada'
+                   AND EXISTS (SELECT FROM variacoes v WHERE v.conta_id = y.conta_id AND v.id = y.variacao)
                    AND NOT EXISTS (SELECT FROM estoque_saldos s
-                                    WHERE s.conta_id = p_contas[i] AND s.variacao_id = v_var[i]
-                                      AND s.parte_id IS NOT DISTINCT FROM p_partes[i]
-                                      AND s.local_id = (SELECT l.id FROM locais l WHERE l.conta_id = p_contas[i] AND l.tipo = 'proprio'))) THEN
+                                    WHERE s.conta_id = y.conta_id AND s.variacao_id = y.variacao
+                                      AND s.parte_id IS NOT DISTINCT FROM p_partes[y.i]
+                                      AND s.local_id = (SELECT l.id FROM locais l WHERE l.conta_id = y.conta_id AND l.tipo = 'proprio')) AS abre
+            FROM (SELECT u.i, u.conta_id, u.chave_id,
+                         coalesce(p_variacoes[u.i], (estoque_variacao_do_sku(u.conta_id, p_skus[u.i])).variacao) AS variacao
+                    FROM unnest(p_contas, p_chaves) WITH ORDINALITY AS u (conta_id, chave_id, i)
+                  OFFSET 0) y) x;  -- OFFSET 0: each SKU looked up once
+  IF v_um_a_um THEN
     RETURN NULL;
   END IF;
 
@@ -113,13 +117,12 @@ BEGIN
                                  j.saldo, j.saldo + CASE WHEN p_tipos[j.i] = 'saida' THEN -p_quantidades[j.i] ELSE p_quantidades[j.i] END,
                                  p_motivos[j.i], p_observacoes[j.i], clock_timestamp(), p_referencias[j.i],
                                  coalesce(p_metadados[j.i], '{}'))::estoque_movimento END ORDER BY g.i),
-         array_agg(j.saldo_id ORDER BY g.i)
-    INTO v_mov, v_saldo
+         array_agg(j.saldo_id ORDER BY g.i), coalesce(bool_or(j.i IS NOT NULL AND j.recusa IS NULL AND j.saldo_id IS NULL), false)
+    INTO v_mov, v_saldo, v_sumiu
     FROM generate_subscripts(p_contas, 1) AS g (i)
     LEFT JOIN julgados j ON j.i = g.i;
   -- A balance gone since the first look (none is ever deleted): the loop answers it, nothing written yet.
-  IF EXISTS (SELECT FROM generate_subscripts(p_contas, 1) AS i
-              WHERE v_claim[i] = 'new' AND (v_mov[i]).recusa IS NULL AND v_saldo[i] IS NULL) THEN
+  IF v_sumiu THEN
     RETURN NULL;
   END IF;
 
