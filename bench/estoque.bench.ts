@@ -203,16 +203,14 @@ ${table}
   **${ratio.toFixed(2)}** (target ≥ 0.5; issue 20's ≥ 0.8); the ${PAIRS} pairs in order: ${pairs.map((p) => `${p.mov.rps}/${p.bareTx.rps} = ${p.ratio.toFixed(2)}`).join(', ')}.
 - How: admission goes in batches (every request waiting at a moment in one round trip and one
   commit), then the movements of the admitted requests go in batches of their own, up to three side
-  by side (api/write-queue.ts), each batch one statement, api_estoque_movimentar_lote. A batch of
-  entradas and saídas of distinct, open balances (this load's batches, nearly all) is moved as a set
-  (sql/code/estoque_conjunto.sql): one statement claims every Idempotency-Key, one reads their records,
-  one checks every movement and locks every balance in order, one updates the balances, one INSERT
-  writes the movements (its trigger queues estoque.movimentado) and one their keys' records, so the
-  tables' CHECKs are prepared once a batch (docs/decisions.md, "CHECKs prepared once a batch" and
-  "A batch of movements as a set"); any other batch goes one movement at a time. The baseline
+  by side (api/write-queue.ts), each batch one statement, api_estoque_movimentar_lote, that for each
+  movement declares the origin for the triggers, claims the Idempotency-Key and moves the balance,
+  then writes the batch's movements in one INSERT (its trigger queues estoque.movimentado) and their
+  keys' records in another, so the tables' CHECKs are prepared once a batch (docs/decisions.md, "CHECKs
+  prepared once a batch"). The baseline
   makes 4 round trips and one commit per request; the API makes 2 round trips shared by a batch
-  each. What is left is work the baseline does not do: a movement's share of the batch's statements
-  (its key, its checks and balance, its rows in the two INSERTs with 3 foreign keys, the grouped event's check), every one an
+  each. What is left is work the baseline does not do: a movement runs about ten statements
+  (key claim, checks and balance, its share of the two INSERTs with 3 foreign keys, the grouped event's check), every one an
   index lookup (docs/decisions.md, "Index lookups on the hot path"), and writes rows the baseline has
   no equivalent of: the Idempotency-Key's record, the request log's row, the movement's five indexes
   (one per filter of GET /estoque/movimentos) and the foreign keys' row locks. A movement that joins

@@ -95,12 +95,10 @@ BEGIN
 END $$;
 
 -- The movements of a batch of requests (api/write-queue.ts), in one round trip and one commit, in
--- the order of their balances, so two batches never wait on each other in a circle: as a set when
--- the batch allows it (api_estoque_movimentar_conjunto, sql/code/estoque_conjunto.sql), else one by
--- one. A movement that fails (a 500 for its request) leaves the others as they are: the batch runs
--- as one subtransaction and, only when one of its movements failed, again with each in a
--- subtransaction of its own. Measured (pgbench, batches of 16): about 6 % more movements per second
--- than a subtransaction each.
+-- the order of their balances, so two batches never wait on each other in a circle. A movement that
+-- fails (a 500 for its request) leaves the others as they are: the batch runs as one subtransaction
+-- and, only when one of its movements failed, again with each in a subtransaction of its own.
+-- Measured (pgbench, batches of 16): about 6 % more movements per second than a subtransaction each.
 CREATE FUNCTION api_estoque_movimentar_lote(
   p_contas uuid[], p_chaves uuid[],                -- who makes each movement: account and API key
   p_keys text[], p_routes text[], p_hashes bytea[], -- its Idempotency-Key (NULL: none), operation and body hash
@@ -114,12 +112,9 @@ SET enable_seqscan = off
 AS $$
 BEGIN
   BEGIN
-    RETURN coalesce(
-      api_estoque_movimentar_conjunto(p_contas, p_chaves, p_keys, p_routes, p_hashes, p_tipos, p_variacoes, p_skus, p_partes,
-                                      p_quantidades, p_contados, p_motivos, p_observacoes, p_referencias, p_metadados),
-      api_estoque_movimentar_lote_em(false, p_contas, p_chaves, p_keys, p_routes, p_hashes, p_tipos, p_variacoes,
-                                     p_skus, p_partes, p_quantidades, p_contados, p_motivos, p_observacoes,
-                                     p_referencias, p_metadados));
+    RETURN api_estoque_movimentar_lote_em(false, p_contas, p_chaves, p_keys, p_routes, p_hashes, p_tipos, p_variacoes,
+                                          p_skus, p_partes, p_quantidades, p_contados, p_motivos, p_observacoes,
+                                          p_referencias, p_metadados);
   EXCEPTION WHEN OTHERS THEN
     RETURN api_estoque_movimentar_lote_em(true, p_contas, p_chaves, p_keys, p_routes, p_hashes, p_tipos, p_variacoes,
                                           p_skus, p_partes, p_quantidades, p_contados, p_motivos, p_observacoes,
