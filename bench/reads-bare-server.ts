@@ -39,7 +39,8 @@ async function limiter(): Promise<RateLimiterAbstract> {
 let SELECT_ORDER = '';
 await lerPedido({
   maybeOne: async (query: { sql: string }) => {
-    SELECT_ORDER = query.sql;
+    // slonik's placeholders ($slonik_1) are numbered ones ($1) by the time slonik sends them.
+    SELECT_ORDER = query.sql.replace(/\$slonik_(\d+)/g, '$$$1');
     return null;
   },
 } as unknown as Db, '', '');
