@@ -61,6 +61,24 @@ export function sampleCpu(servers: Map<number, string>, databases: Set<number> =
   return sample;
 }
 
+/**
+ * µs of CPU per request of the processes labelled `label` between two samples, by what `roleOf`
+ * calls each (a process it does not know, or one that ended and left its time with its parent,
+ * goes under `otherwise`).
+ */
+export function cpuPerRequestByRole(
+  before: Sample, after: Sample, requests: number, label: string, roleOf: (pid: number) => string | undefined, otherwise: string,
+): Record<string, number> {
+  const ticks: Record<string, number> = {};
+  for (const [pid, { label: l, ticks: t }] of after) {
+    if (l !== label) continue;
+    const role = roleOf(pid) ?? otherwise;
+    ticks[role] = (ticks[role] ?? 0) + t - (before.get(pid)?.ticks ?? 0);
+  }
+  return Object.fromEntries(Object.entries(ticks).filter(([, t]) => t > 0)
+    .map(([role, t]) => [role, Math.round((t / TICKS_PER_SECOND) * 1e6 / Math.max(1, requests))]));
+}
+
 /** µs of CPU per request by label between two samples. */
 export function cpuPerRequest(before: Sample, after: Sample, requests: number): Record<string, number> {
   // Totals by label, not differences by process: a process that ended between the samples has its

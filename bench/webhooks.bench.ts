@@ -27,7 +27,7 @@ import { createDatabasePool, sql } from '../shared/db/pool.ts';
 import { criarEndpoint } from '../shared/db/webhooks.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
 import { BOSS_SCHEMA } from '../shared/boss.ts';
-import { cpuPerRequest, othersShare, postmasterOf, sampleCpu, sampleMachine } from './cpu.ts';
+import { cpuPerRequest, cpuPerRequestByRole, othersShare, postmasterOf, sampleCpu, sampleMachine } from './cpu.ts';
 import { benchDatabase, percentile, writeSection } from './lib.ts';
 import type { RawEvent, RawSenderInput, RawSenderOutput } from './webhooks-raw-sender.ts';
 import { RELAY_SPACING_MS } from '../worker/webhooks/relay.ts';
@@ -94,6 +94,21 @@ function cpuBetween(from: CpuMark, to: CpuMark, events: number): CpuUse {
   return { us, others: othersShare(from.cpu, to.cpu, from.machine, to.machine) };
 }
 const usOf = (c: CpuUse | null, label: string) => c?.us[label] ?? 0;
+
+/**
+ * PostgreSQL's CPU per event between two marks by whose process it was, told by pg_stat_activity
+ * while the processes still run: the bench's connections (emitting), the worker's, the worker's
+ * LISTEN connection, and the server's own processes (autovacuum, WAL writer, checkpointer) with
+ * whatever ended and left its time with the postmaster.
+ */
+async function postgresByRole(from: CpuMark, to: CpuMark, events: number): Promise<Record<string, number>> {
+  const roles = new Map((await pool.any(sql.type(z.object({ pid: z.number(), role: z.string() }))`
+    SELECT pid, CASE WHEN backend_type <> 'client backend' THEN 'server' WHEN application_name = 'bench' THEN 'emitting'
+                     WHEN application_name = 'worker-listen' THEN 'LISTEN' WHEN application_name = 'worker' THEN 'worker'
+                     ELSE 'server' END AS role
+      FROM pg_stat_activity`)).map((r) => [r.pid, r.role]));
+  return cpuPerRequestByRole(from.cpu, to.cpu, events, 'PostgreSQL', (pid) => roles.get(pid), 'server');
+}
 
 // The receiver: answers 204 at once, verifies every signature, notes when each event arrived.
 type PathStats = { count: number; first: number; last: number; expect: number; cpuFirst: CpuMark | null; cpuLast: CpuMark | null; ids: string[] };
@@ -333,7 +348,9 @@ try {
   const committed = await steady(RATE, SECONDS, emitOne);
   await until(() => [...committed.keys()].every((id) => arrivals.has(id)), 60_000);
   await allRecorded();
-  const steadyCpu = cpuBetween(steadyFrom, mark(), committed.size);
+  const steadyTo = mark();
+  const steadyCpu = cpuBetween(steadyFrom, steadyTo, committed.size);
+  const pgByRole = await postgresByRole(steadyFrom, steadyTo, committed.size);
   const steadyMemory = await memoryOf(steadyWorker.pid);
   const hook = latencies(committed, (id) => arrivals.get(id));
   await stopWorker(steadyWorker);
@@ -411,6 +428,7 @@ else runs on it: the last column is the share of the machine's CPU other process
 | same, p99 (max ${ms(hook.max)} ms) | **${ms(hook.p99)} ms** | pg-boss alone: ${ms(alone.p99)} ms | ≤ 500 ms (issue 6) | |
 | PostgreSQL CPU per event at ${RATE}/s, everything (emitting included) | **${pgPerEvent} µs** | pg-boss alone, per empty job sent and worked: ${usOf(bossCpu, 'PostgreSQL')} µs | ≤ 1,000 µs | ${pct(bossCpu.others)} (pg-boss) |
 | of it, emitting alone (no worker, ${EMIT_ONLY_SECONDS} s) / relay and delivery | ${pgEmit} / **${pipelinePg} µs** | | | ${pct(emitOnly.others)} |
+| of it, by process: the emitting connections / the worker's connections / its LISTEN connection / PostgreSQL's own (autovacuum, WAL writer, …) | ${pgByRole.emitting ?? 0} / ${pgByRole.worker ?? 0} / ${pgByRole.LISTEN ?? 0} / ${pgByRole.server ?? 0} µs | | | |
 | worker CPU per event at ${RATE}/s | **${usOf(steadyCpu, 'worker')} µs** | | | |
 | worker's peak RSS (VmHWM) over its life: the steady run's worker | **${steadyMemory.peak} MB** (${rssBeforeSteady} MB before the run) | | | |
 | same, the worker that drained the ${ACCOUNTS} accounts' backlog / the largest of the one-endpoint drains | ${backlogMemory.peak} / ${peakOne} MB | | | |
@@ -459,7 +477,12 @@ What the figures mean:
   the events that came since the last one, in one statement that also writes the outcomes of the events before them
   (shared/db/outcomes.ts), plus the leases' renewals and pg-boss's routine polling. A pass per event cost about 1,250 µs
   an event for relaying and delivering (docs/decisions.md, "Relay passes at most every 10 ms"). No pg-boss job carries a delivery any more
-  (pg-boss alone costs ${usOf(bossCpu, 'PostgreSQL')} µs an empty job). The worker spent ${usOf(steadyCpu, 'worker')} µs an event.${others >= 20 ? `
+  (pg-boss alone costs ${usOf(bossCpu, 'PostgreSQL')} µs an empty job). The worker spent ${usOf(steadyCpu, 'worker')} µs an event.
+  By process, the worker's connections took ${pgByRole.worker ?? 0} µs an event (the relay's statement and its commit, which
+  waits for the WAL flush: the attempts' start must be durable before a request goes out), the emitting connections
+  ${pgByRole.emitting ?? 0} µs (an INSERT, a NOTIFY and a durable commit each: here every event is a transaction of its own,
+  where an application's event rides its change's commit), the worker's LISTEN connection ${pgByRole.LISTEN ?? 0} µs (woken by
+  each event's NOTIFY), and PostgreSQL's own processes ${pgByRole.server ?? 0} µs (mostly autovacuum of the working tables).${others >= 20 ? `
 - **A busy machine**: other processes took up to ${others} % of the CPU during these runs; CPU time per event grows on a busy
   machine too (shared caches and cores), so both rates and CPU figures are worse than the same code on an idle one.` : ''}
 - **Memory**: the worker that ran only the steady load peaked at ${steadyMemory.peak} MB resident (VmHWM; ${rssBeforeSteady} MB when it had
