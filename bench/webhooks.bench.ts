@@ -482,7 +482,7 @@ What the figures mean:
   waits for the WAL flush: the attempts' start must be durable before a request goes out), the emitting connections
   ${pgByRole.emitting ?? 0} µs (an INSERT, a NOTIFY and a durable commit each: here every event is a transaction of its own,
   where an application's event rides its change's commit), the worker's LISTEN connection ${pgByRole.LISTEN ?? 0} µs (woken by
-  each event's NOTIFY), and PostgreSQL's own processes ${pgByRole.server ?? 0} µs (mostly autovacuum of the working tables).${others >= 20 ? `
+  each event's NOTIFY), and PostgreSQL's own processes ${pgByRole.server ?? 0} µs (autovacuum of the working tables, the WAL writer, the checkpointer).${others >= 20 ? `
 - **A busy machine**: other processes took up to ${others} % of the CPU during these runs; CPU time per event grows on a busy
   machine too (shared caches and cores), so both rates and CPU figures are worse than the same code on an idle one.` : ''}
 - **Memory**: the worker that ran only the steady load peaked at ${steadyMemory.peak} MB resident (VmHWM; ${rssBeforeSteady} MB when it had
