@@ -1,22 +1,26 @@
-// The baseline of one-record reads (bench/reads.bench.ts): what a bare restify server would do for
-// GET of one production order with the usual off-the-shelf parts. Per request: rate limiting with
-// rate-limiter-flexible on the store RATE_LIMIT_STORE names (redis: RateLimiterRedis with ioredis;
-// postgres: RateLimiterPostgres in a table of its own on the same database), then the SELECT the
-// service runs for an order (lerPedido in shared/db/pedidos.ts) through plain pg, and the row
-// JSON.stringify'd. No authentication, validation, ETag or request log: the floor under the service.
+// The baselines of one-record reads (bench/reads.bench.ts): what a competent team would ship for GET of
+// one production order with off-the-shelf parts. Per request: one point of rate-limiter-flexible on the
+// store RATE_LIMIT_STORE names (redis: RateLimiterRedis with ioredis; postgres: RateLimiterPostgres in a
+// table of its own on the same database, with the library's defaults), then the SELECT the service
+// runs for an order (lerPedido in shared/db/pedidos.ts), prepared once per connection as SQL_DRIVER
+// says (pg: a named statement through pg.Pool; postgres: postgres.js, which prepares by default), and
+// the row JSON.stringify'd. No authentication, validation, ETag or request log.
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import postgres from 'postgres';
 import restify from 'restify';
 import { RateLimiterPostgres, RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { lerPedido } from '../shared/db/pedidos.ts';
 import type { Db } from '../shared/db/pool.ts';
 
 const STORE = process.env.RATE_LIMIT_STORE;
+const DRIVER = process.env.SQL_DRIVER ?? 'pg';
 // Far above what a run sends: every request is counted, none refused.
 const LIMITS = { points: 1_000_000_000, duration: 60, keyPrefix: 'bench_reads' };
-
 // The service's pool size (DB_POOL_SIZE 10).
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+const POOL_SIZE = 10;
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: POOL_SIZE });
 
 /** The limiter on the chosen store, ready to count (the Postgres one creates its table first). */
 async function limiter(): Promise<RateLimiterAbstract> {
@@ -34,8 +38,7 @@ async function limiter(): Promise<RateLimiterAbstract> {
   throw new Error(`RATE_LIMIT_STORE must be redis or postgres, not ${STORE}`);
 }
 
-// lerPedido's statement, taken from it rather than copied (so the two cannot drift apart), to be
-// sent as a bare server would send it: text and parameters, planned at every call.
+// lerPedido's statement, taken from it rather than copied (so the two cannot drift apart).
 let SELECT_ORDER = '';
 await lerPedido({
   maybeOne: async (query: { sql: string }) => {
@@ -45,7 +48,20 @@ await lerPedido({
   },
 } as unknown as Db, '', '');
 
+/** The order's row, or undefined: its statement parsed and planned once per connection. */
+function orderReader(): (conta: string, id: string) => Promise<unknown> {
+  if (DRIVER === 'pg') {
+    return async (conta, id) => (await pool.query({ name: 'ler_pedido', text: SELECT_ORDER, values: [conta, id] })).rows[0];
+  }
+  if (DRIVER === 'postgres') {
+    const sql = postgres(process.env.DATABASE_URL ?? '', { max: POOL_SIZE });
+    return async (conta, id) => (await sql.unsafe(SELECT_ORDER, [conta, id], { prepare: true }))[0];
+  }
+  throw new Error(`SQL_DRIVER must be pg or postgres, not ${DRIVER}`);
+}
+
 const limits = await limiter();
+const readOrder = orderReader();
 const server = restify.createServer({ handleUncaughtExceptions: false });
 server.get('/hello', (_req: restify.Request, res: restify.Response, done: restify.Next) => {
   res.sendRaw(200, '{"ok":true}', { 'Content-Type': 'application/json' });
@@ -60,9 +76,9 @@ server.get('/pedidos/:conta/:id', async (req: restify.Request, res: restify.Resp
     res.sendRaw(refusal instanceof Error ? 503 : 429, '{}', { 'Content-Type': 'application/json' });
     return;
   }
-  const { rows } = await pool.query(SELECT_ORDER, [req.params.conta, req.params.id]);
-  if (!rows[0]) return res.sendRaw(404, '{}', { 'Content-Type': 'application/json' });
-  res.sendRaw(200, JSON.stringify(rows[0]), { 'Content-Type': 'application/json' });
+  const row = await readOrder(req.params.conta, req.params.id);
+  if (!row) return res.sendRaw(404, '{}', { 'Content-Type': 'application/json' });
+  res.sendRaw(200, JSON.stringify(row), { 'Content-Type': 'application/json' });
 });
 server.listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');
 process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
