@@ -1,4 +1,5 @@
-// A circuit breaker in front of the database (DESIGN §5): when PostgreSQL is unreachable or the
+// A circuit breaker in front of the database
+// (docs/decisions/0001-problem-details-for-every-error.md): when PostgreSQL is unreachable or the
 // pool cannot hand out a connection within its wait budget, requests are answered 503 at once
 // instead of piling up; after a pause one request probes, and success closes the circuit again.
 import { indisponivel } from '../shared/errors.ts';

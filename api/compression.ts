@@ -2,7 +2,7 @@
 // gzipped to a client whose Accept-Encoding takes gzip; a smaller one, or to any other client, as it
 // is. Every answer of a route says Vary: Accept-Encoding, whatever its size, so a cache keeps the two
 // codings apart. The ETag names the content (the JSON text), the same under either coding
-// (docs/decisions.md, "Compression").
+// (docs/decisions/0002-head-etags-and-compression.md).
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { JsonBody } from './routes/types.ts';
@@ -11,9 +11,9 @@ import type { JsonBody } from './routes/types.ts';
 export const GZIP_MIN_BYTES = 1024;
 
 /**
- * Level 1 with zlib's largest hash table (memLevel 9): a catalog page of ~280 KB shrinks to about
- * a ninth, 9 % more bytes than the default level 6 for less than half its CPU (BENCHMARKS.md); memLevel 9
- * took a quarter less CPU than the default 8 for the same bytes, for 128 KB more memory while it runs.
+ * Level 1 with zlib's largest hash table (memLevel 9): nearly the bytes of the default level 6 for a
+ * fraction of its CPU, and memLevel 9 less CPU than the default 8 for the same bytes, at the price of
+ * a larger table while it runs (BENCHMARKS.md, "Stock movements and the catalog").
  */
 export const GZIP_OPTIONS = { level: 1, memLevel: 9 } as const;
 
@@ -55,7 +55,7 @@ export function jsonBytes(json: JsonBody): Buffer {
 /**
  * The body as it goes on the wire, in pieces written one after another, its length, and its
  * Content-Encoding when it is coded. A body in pieces stays in pieces unless it is gzipped: joining
- * a catalog page would copy its ~280 KB into memory the process must first map.
+ * a catalog page would copy its hundreds of KB into memory the process must first map.
  */
 export async function encodeBody(
   json: JsonBody,

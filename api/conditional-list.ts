@@ -15,9 +15,9 @@ export const isConditionalList = (route: AnyRoute) => !!route.conditional && 'li
 
 export async function conditionalPage(deps: Deps, req: Request, route: AnyRoute, cost: Cost, state: RequestState, reply: Reply): Promise<Reply> {
   if (reply.status !== 200) return reply;
-  // Serialized once (or already, by PostgreSQL) and encoded once: the reply sends the same bytes the
-  // tag is made of, unless the route knows the tag from its rows' versions (a catalog page, ~280 KB)
-  // and the bytes need no hashing.
+  // Serialized once (or already, by PostgreSQL) and encoded once: the reply sends the same bytes
+  // the tag is made of, unless the route knows the tag from its rows' versions (a catalog page,
+  // hundreds of KB) and the bytes need no hashing.
   let json: JsonBody = reply.json ?? JSON.stringify(reply.body);
   let etag = reply.etag;
   if (etag === undefined) {

@@ -1,5 +1,5 @@
 // The catalog documents this web process has sent, as bytes, by product and version
-// (docs/decisions.md, "Catalog documents"). A document changes only with its product's version (the
+// (docs/decisions/0028-catalog-documents.md). A document changes only with its product's version (the
 // catalog's trigger moves both), so a document held at the version a page names is the one the
 // database holds: a page reads its products' versions, and only the documents not held at those
 // versions travel from PostgreSQL. Least recently used first out, within CATALOGO_CACHE_MB.
@@ -10,7 +10,7 @@ type Entry = { version: number; bytes: Buffer; used: boolean };
 
 export class DocumentCache {
   // Least recently used out first, by second chance (CLOCK): a hit only marks its entry, which costs a
-  // page a hundred flags where moving each entry to the end of the Map cost 3.5 % of the web process's
+  // page a hundred flags, where moving each entry to the end of the Map showed in the web process's
   // profile. When room is needed, a marked entry at the front is unmarked and moved to the end, and an
   // unmarked one goes.
   readonly #entries = new Map<string, Entry>();

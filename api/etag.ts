@@ -1,5 +1,6 @@
-// Conditional requests (DESIGN §7): a strong ETag per representation, and If-None-Match (a list of
-// tags or *, compared weakly) answered with a bodiless 304 that costs nothing in the month.
+// Conditional requests (docs/decisions/0002-head-etags-and-compression.md): a strong ETag per
+// representation, and If-None-Match (a list of tags or *, compared weakly) answered with a bodiless
+// 304 that costs nothing in the month.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Reply } from './routes/types.ts';
@@ -29,7 +30,8 @@ export function etagForPage(json: Buffer): string {
 /**
  * The tag of a page whose every item is a record whose text changes only with its version: the
  * items by id and version, and the rest of the page (its cursor). Any change of what the page shows
- * changes it, as the bytes' tag would, without a pass over the bytes (a catalog page is ~280 KB).
+ * changes it, as the bytes' tag would, without a pass over the bytes (a catalog page is hundreds
+ * of KB).
  */
 export function etagForVersions(versions: string, rest: string): string {
   return listTag(`${versions}|${rest}`);

@@ -9,8 +9,9 @@ const ANO = 'o ano vai de 0001 a 9999';
 export const Instante = z.iso.datetime({ offset: true }).refine(semAnoZero, ANO);
 export const Dia = z.iso.date().refine(semAnoZero, ANO);
 
-// External references of movements, quotations and production orders (docs/decisions.md,
-// "External references"): the integrator's own id of the record, and Stripe-like metadata.
+// External references of movements, quotations and production orders
+// (docs/decisions/0031-external-references.md): the integrator's own id of the record, and
+// Stripe-like metadata.
 export const REFERENCIA_MAXIMA = 100;
 export const METADADOS_CHAVES = 20;
 export const METADADOS_CHAVE_MAXIMA = 40;

@@ -1,7 +1,8 @@
-// Idempotency-Key (contract §4.2 rules 2-5, DESIGN §6), per API key: the hash of the canonical
-// body (RFC 8785, so key order and spacing never make a conflict), the status and the created id
-// are kept 24 h — never the body or the response. A repetition gets the same status and the
-// resource read again; a business refusal is replayed with its status and codigo.
+// Idempotency-Key (contract §4.2 rules 2-5; docs/decisions/0008-idempotency-key-on-every-post.md),
+// per API key: the hash of the canonical body (RFC 8785, so key order and spacing never make a
+// conflict), the status and the created id are kept 24 h — never the body or the response. A
+// repetition gets the same status and the resource read again; a business refusal is replayed with
+// its status and codigo.
 //
 // How: the POST's transaction starts with api_write_claim, which takes a transaction-scoped lock on
 // the key without waiting (held: 409) and reads the record an earlier request left. The record is

@@ -1,6 +1,7 @@
-// Lists (DESIGN §8) at the HTTP edge: the envelope { dados, proximo_cursor }, the common query
-// parameters (limite 1-100, default 25; cursor; atualizado_desde), the cost of §8.2, and the cursor.
-// The SQL side of paging is shared/db/paging.ts.
+// Lists (docs/decisions/0024-representations-lists-and-filters.md) at the HTTP edge: the
+// envelope { dados, proximo_cursor }, the common query parameters (limite 1-100, default 25; cursor;
+// atualizado_desde), the cost of §8.2, and the cursor. The SQL side of paging is
+// shared/db/paging.ts.
 //
 // A cursor is opaque to clients: base64url of [sort value, id, binding]. It is checked whole when it
 // comes back (a timestamp PostgreSQL can read, a UUID) and it is bound: valid only for the list,

@@ -34,7 +34,7 @@ export async function startWeb(
   table: readonly AnyRoute[] = routes,
 ): Promise<RunningWeb> {
   // Behind a transaction pooler when the deployment gives one: every session need of the web is
-  // per transaction (docs/decisions.md, "PgBouncer").
+  // per transaction (docs/decisions/0017-web-role-behind-pgbouncer.md).
   const pooledUrl = config.DATABASE_CONNECTION_POOL_URL;
   const url = pooledUrl ?? databaseUrl;
   const pool = await createDatabasePool(url, {

@@ -1,5 +1,5 @@
-// The request pipeline (DESIGN §3), the same for every route of the table:
-// authentication → authorization → limits (one admission round trip) → validation → handler.
+// The request pipeline (docs/design.md, "The paths of a request"), the same for every route of the
+// table: authentication → authorization → limits (one admission round trip) → validation → handler.
 // A route priced by its body reads it before admission; a conditional list whose page changed pays
 // the rest of its price after the handler (conditional-list.ts).
 import type { Request, Response } from 'restify';
@@ -107,8 +107,8 @@ async function inputOf(route: AnyRoute, req: Request, url: URL, state: RequestSt
  * the database) is rolled back alone and recorded with the key in the same transaction.
  *
  * A refusal is an answer, not a fault: it leaves the transaction's callback as a value, because
- * slonik destroys the connection of a callback that throws (measured: a backend started for every
- * 422, about 10 ms of PostgreSQL's CPU each). Only an unexpected error (a 5xx) throws.
+ * slonik destroys the connection of a callback that throws, and a new backend for every 422 would
+ * cost PostgreSQL far more than the refusal. Only an unexpected error (a 5xx) throws.
  */
 async function runWrite(
   route: AnyRoute,

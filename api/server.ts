@@ -33,7 +33,8 @@ export function createApiServer(deps: Deps, requestLog: RequestLog, table: reado
       if (state.slotKey && state.caller) deps.limits.release(state.caller.contaId, state.slotKey);
       finishRequest(deps, requestLog, req, res);
     });
-    // The process's global ceiling: beyond it, answer at once rather than queue (DESIGN §5).
+    // The process's global ceiling: beyond it, answer at once rather than queue
+    // (docs/decisions/0001-problem-details-for-every-error.md).
     if (inFlight > deps.config.MAX_IN_FLIGHT) {
       state.route = 'sobrecarga';
       sendError(deps, res, state, indisponivel('O serviço está sobrecarregado; tente de novo em instantes.', 1));

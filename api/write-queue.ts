@@ -19,8 +19,8 @@ export type BatchedWrite = {
 };
 
 /**
- * Measured (BENCHMARKS.md): one batch of movements at a time made the lane the bottleneck; two to
- * four side by side did equally well (within the machine's noise), more split batches smaller.
+ * One batch of movements at a time made the lane the bottleneck; two to four side by side did equally
+ * well, more split batches smaller (BENCHMARKS.md, "Stock movements and the catalog").
  */
 const LANES = 3;
 

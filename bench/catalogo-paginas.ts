@@ -113,8 +113,8 @@ export async function medirPaginas(options: {
 - CPU per page: PostgreSQL ${pg(docs)} µs (per-request builder ${pg(antes)}), web process ${cpuOf(docs, API)} µs
   (${cpuOf(antes, ANTES_SCRIPT)}), load generator ${loadgen(docs)} µs: ${total} µs of the machine's ${cores} cores a page, so
   at most about ${Math.round((cores * 1e6) / total)} pages/s with every core busy; ${goal} pages/s needs under ${Math.round((cores * 1e6) / goal)} µs.
-  A page reads one range of an index of produtos for its products' ids and versions (docs/decisions.md,
-  "Catalog documents"): EXPLAIN (ANALYZE, BUFFERS) of it, ${planText}: planning
+  A page reads one range of an index of produtos for its products' ids and versions
+  (docs/decisions/0028-catalog-documents.md): EXPLAIN (ANALYZE, BUFFERS) of it, ${planText}: planning
   ${plan['Planning Time'].toFixed(2)} ms, execution ${plan['Execution Time'].toFixed(2)} ms, ${plan.Plan['Shared Hit Blocks'] ?? 0} buffers hit. The web process sends the documents it
   holds at those versions and reads the others in one more statement; the rest of PostgreSQL's share
   is admission and the request log, as for any request. The web process's share is mostly writing the

@@ -206,16 +206,16 @@ ${table}
   by side (api/write-queue.ts), each batch one statement, api_estoque_movimentar_lote, that for each
   movement declares the origin for the triggers, claims the Idempotency-Key and moves the balance,
   then writes the batch's movements in one INSERT (its trigger queues estoque.movimentado) and their
-  keys' records in another, so the tables' CHECKs are prepared once a batch (docs/decisions.md, "CHECKs
-  prepared once a batch"). The baseline
+  keys' records in another, so the tables' CHECKs are prepared once a batch
+  (docs/decisions/0016-checks-on-hot-tables.md). The baseline
   makes 4 round trips and one commit per request; the API makes 2 round trips shared by a batch
   each. What is left is work the baseline does not do: a movement runs about ten statements
   (key claim, checks and balance, its share of the two INSERTs with 3 foreign keys, the grouped event's check), every one an
-  index lookup (docs/decisions.md, "Index lookups on the hot path"), and writes rows the baseline has
+  index lookup (docs/decisions/0015-hot-statements-planned-by-key.md), and writes rows the baseline has
   no equivalent of: the Idempotency-Key's record, the request log's row, the movement's five indexes
   (one per filter of GET /estoque/movimentos) and the foreign keys' row locks. A movement that joins
   its variation's open estoque.movimentado window writes nothing for it (it used to rewrite the
-  pending event: docs/decisions.md, "A change that joins an open window writes nothing").
+  pending event: docs/decisions/0033-grouped-events-write-nothing.md).
 - What dominates the gap: PostgreSQL. The service spent ${mov.cpu.PostgreSQL ?? 0} µs of PostgreSQL CPU a movement against the
   baseline's ${bareTx.cpu.PostgreSQL ?? 0}, and its process ${serverUs(mov)} µs against ${serverUs(bareTx)}. By statement (pg_stat_statements, the section
   "Where PostgreSQL's time goes" below) about two thirds of it is the movement's statement and most of the rest admission,

@@ -1,11 +1,12 @@
-// Idempotency records partitioned by day, or not (issue 21, item 1; docs/decisions.md): the table
-// lives 24 hours and is read on every write that carries an Idempotency-Key (admission's check and
-// the claim) and written once. Partitioned by day, the purge would drop a day instead of deleting
-// every 15 minutes; what every write would pay instead is measured here, side by side in one run:
-// the claim's lookup and the record's insert on the table as it is and on a copy partitioned by day
-// (yesterday, today, tomorrow and a default partition), each call its own transaction on one
-// connection; then the 15-minute purge of the table as it is (deleted 5,000 at a time, as the
-// worker does) against dropping a day's partition. Figures are reported, never asserted.
+// Idempotency records partitioned by day, or not
+// (docs/decisions/0020-retention-in-short-batches.md): the table lives 24 hours and is read on
+// every write that carries an Idempotency-Key (admission's check and the claim) and written once.
+// Partitioned by day, the purge would drop a day instead of deleting every 15 minutes; what every
+// write would pay instead is measured here, side by side in one run: the claim's lookup and the
+// record's insert on the table as it is and on a copy partitioned by day (yesterday, today,
+// tomorrow and a default partition), each call its own transaction on one connection; then the
+// 15-minute purge of the table as it is (deleted 5,000 at a time, as the worker does) against
+// dropping a day's partition. Figures are reported, never asserted.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { sql, createDatabasePool } from '../shared/db/pool.ts';

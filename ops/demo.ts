@@ -1,4 +1,4 @@
-// Demo data for a first run (DESIGN §13): an account on the Oficina plan with a catalog, stock,
+// Demo data for a first run of npm start: an account on the Oficina plan with a catalog, stock,
 // supplies, quotations and orders, and a user holding every permission.
 import { z } from 'zod';
 import { criarChave, listarChaves, revogarChave } from '../shared/db/chaves.ts';

@@ -23,7 +23,7 @@ const schema = z.object({
   DATABASE_URL: postgresUrl.optional(),
   // The web's database through a pooler in transaction mode (PgBouncer), by the name Heroku gives
   // the pooled URL of a database; DATABASE_URL stays the direct one, for the worker, the release and
-  // the web's sessions that need one (docs/scaling.md, README "Deployment").
+  // the web's sessions that need one (docs/scaling.md; README, "Behind PgBouncer").
   DATABASE_CONNECTION_POOL_URL: postgresUrl.optional(),
   EMBEDDED_PG_DIR: z.string().min(1).default(path.join(projectRoot, '.data', 'postgres')),
   PORT: int(0, 65535).default(3000),

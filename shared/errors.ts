@@ -1,5 +1,6 @@
-// Typed errors of the API (contract §7, DESIGN §12) and the one mapping from PostgreSQL errors to
-// them. Everything that is not an ApiError becomes a bare 500 with nothing internal in it.
+// Typed errors of the API (contract §7; docs/decisions/0001-problem-details-for-every-error.md) and
+// the one mapping from PostgreSQL errors to them. Everything that is not an ApiError becomes a bare
+// 500 with nothing internal in it.
 import {
   CheckIntegrityConstraintViolationError,
   ConnectionError,
@@ -24,7 +25,7 @@ export type Codigo =
   | 'erro_interno'
   | 'indisponivel';
 
-/** Why a business rule refused (422): DESIGN §12 keeps codigo as the contract says and adds motivo. */
+/** Why a business rule refused (422): motivo, beside the codigo the contract gives. */
 export type Motivo =
   | 'saldo_insuficiente'
   | 'referencia_invalida'
@@ -159,8 +160,8 @@ function transitionText(error: IntegrityConstraintViolationError): string {
 }
 
 /**
- * What the log keeps of an unexpected error (DESIGN §12: its detail is in the log under the
- * requisicao_id): its class, SQLSTATE, constraint, table, column and the database functions it
+ * What the log keeps of an unexpected error (its detail is in the log under the requisicao_id,
+ * never in the answer): its class, SQLSTATE, constraint, table, column and the database functions it
  * went through, and the stack. Never a statement, its parameter values or a request body: a
  * database message has every quoted value blanked, and the driver's own fields are not copied.
  */

@@ -1,7 +1,8 @@
-// Which addresses a webhook may be delivered to (DESIGN §11): public unicast only. Loopback,
-// private, link-local (cloud metadata 169.254.169.254 included), CGNAT, documentation, multicast and
-// other special-purpose ranges are refused. The check runs on the address actually connected to
-// (see guardedLookup), so a name that resolves to a private address is refused too.
+// Which addresses a webhook may be delivered to
+// (docs/decisions/0035-delivery-requests-and-retries.md): public unicast only. Loopback, private,
+// link-local (cloud metadata 169.254.169.254 included), CGNAT, documentation, multicast and other
+// special-purpose ranges are refused. The check runs on the address actually connected to (see
+// guardedLookup), so a name that resolves to a private address is refused too.
 import dns from 'node:dns';
 import net from 'node:net';
 

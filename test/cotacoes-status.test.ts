@@ -1,4 +1,5 @@
-// POST /cotacoes/{id}/status: every transition of DESIGN §10 allowed or refused with 422
+// POST /cotacoes/{id}/status: every transition of the state machine
+// (docs/decisions/0029-quotation-and-order-states.md) allowed or refused with 422
 // transicao_invalida, the events each one writes with origem api and the key's id, and concurrent
 // changes of one quotation applied one after the other, never lost.
 import { suite } from 'uvu';
@@ -70,7 +71,7 @@ test('every allowed transition answers 200 with the quotation; every other one 4
   }
   assert.equal(permitidas.sort(), [
     'enviada→aprovada', 'enviada→rascunho', 'enviada→recusada', 'rascunho→cancelada', 'rascunho→enviada', 'recusada→rascunho',
-  ], 'the API allows exactly the transitions of DESIGN §10 but expiry');
+  ], 'the API allows exactly the state machine\'s transitions but expiry');
 });
 
 test('each change writes cotacao.status_mudou with origem api and the key, then the event of the state reached', async () => {

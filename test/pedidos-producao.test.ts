@@ -53,7 +53,7 @@ async function pedidoEm(s: SituacaoPedido): Promise<string> {
   return id;
 }
 
-test('every order situacao transition is allowed or refused as DESIGN §10 says', async () => {
+test('every order situacao transition is allowed or refused as the state machine says', async () => {
   const permitidas: string[] = [];
   for (const de of SITUACOES_PEDIDO) {
     for (const para of SITUACOES_PEDIDO) {

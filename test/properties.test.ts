@@ -5,8 +5,9 @@
 //   - every 4xx is problem+json with codigo, detail and the requisicao_id of X-Request-Id;
 //   - a refused request changes no row of the account's data (a business refusal keeps its
 //     Idempotency-Key, as the contract says), and the month counter moves by exactly the price the
-//     request log shows for it, nothing more (DESIGN §3: limits come before validation, so an
-//     admitted request that fails validation is charged; a 401 or a 429 is charged nothing).
+//     request log shows for it, nothing more (docs/design.md, "The paths of a request": limits
+//     come before validation, so an admitted request that fails validation is charged; a 401 or a
+//     429 is charged nothing).
 // Seeded and reproducible: a failure prints its seed, path and shrunk request; FUZZ_SEED and
 // FUZZ_PATH replay it, FUZZ_RUNS sets the runs per route (npm run fuzz for long runs).
 import { randomUUID } from 'node:crypto';

@@ -22,9 +22,8 @@ const CATCH_UP_POLL_MS = 100;
 /**
  * Resolves once nothing is waiting to go out (somethingWaiting), or after `maxMs`. A worker restarted
  * under a backlog sends it before it loads and starts pg-boss, whose start (its modules, its schema's
- * checks, a queue and a schedule for each job) competed with the first deliveries for the same cores:
- * measured with 2,000 events to one endpoint, the first POST 1.0 s after the spawn instead of 1.4, and
- * about a fifth more deliveries a second counted from the spawn (docs/decisions.md, "A worker's start").
+ * checks, a queue and a schedule for each job) competed with the first deliveries for the same cores
+ * (docs/decisions/0036-worker-delivers-before-jobs.md; BENCHMARKS.md, "Webhooks").
  * Housekeeping jobs start at most maxMs later.
  */
 export async function catchUp(pool: Pool, maxMs: number): Promise<void> {

@@ -14,7 +14,7 @@ export function startPoller(options: {
   step: () => Promise<number>;
   /**
    * The step's batch size: a step that handled fewer drained what there was, and the loop waits
-   * (at 200 events/s a relay that went again at once made an empty pass after every event).
+   * (at a steady rate a relay that went again at once made an empty pass after every event).
    * Without it, any item handled runs the step again at once.
    */
   batch?: number;

@@ -1,6 +1,6 @@
-// Quotations (DESIGN §9-10): list, read with ETag, create as a draft, change the status. The
-// state machine and the events live in the database, so the API is one more writer among the
-// screen, the customer link and the routine.
+// Quotations (docs/decisions/0029-quotation-and-order-states.md): list, read with ETag, create as a
+// draft, change the status. The state machine and the events live in the database, so the API is
+// one more writer among the screen, the customer link and the routine.
 import { z } from 'zod';
 import { lerCotacao, listarCotacoes, criarCotacao, mudarStatusCotacao, type CotacaoRow } from '../../shared/db/cotacoes.ts';
 import type { Db } from '../../shared/db/pool.ts';

@@ -126,7 +126,8 @@ const getEvento = defineRoute({
   scope: 'eventos:ler',
   permission: null,
   ...umRegistro({
-    // An event has one version (DESIGN §7: every GET of one record has an ETag).
+    // An event has one version, so its ETag never goes stale
+    // (docs/decisions/0037-event-log-and-redelivery.md).
     conditional: { tabela: 'outbox' }, descricao: 'O evento.', schema: Evento, exemplo: exemploEvento,
     ler: (db, _contaId, id, caller) => lerEvento(db, leitor(caller), id), ausente: EVENTO_AUSENTE, visivelPorChamador: true,
     versao: () => 1, apresentar: (evento, _caller, deps) => montarEnvelope(deps.config.baseUrl, evento),

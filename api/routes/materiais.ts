@@ -1,5 +1,6 @@
-// GET /insumos/materiais: materials with their colors. The cost per kg is cost data (DESIGN §4):
-// present only when the key's creator holds custos.ver, absent (not null) otherwise.
+// GET /insumos/materiais: materials with their colors. The cost per kg is cost data
+// (docs/decisions/0007-keys-scopes-and-permissions.md): present only when the key's creator holds
+// custos.ver, absent (not null) otherwise.
 import { z } from 'zod';
 import { listarMateriais, TIPOS_MATERIAL, type MaterialRow } from '../../shared/db/materiais.ts';
 import { PERMISSAO_CUSTOS } from '../../shared/domain/acesso.ts';

@@ -1,6 +1,7 @@
-// Production orders (contract §2.1, §4.1): list, read with a strong ETag, create. valor_centavos
-// is cost data (DESIGN §4): present only on customer orders and only when the key's creator holds
-// custos.ver; absent otherwise, never null. Orders change situacao in the application, not here.
+// Production orders (contract §2.1, §4.1): list, read with a strong ETag, create. valor_centavos is
+// cost data (docs/decisions/0007-keys-scopes-and-permissions.md): present only on customer orders
+// and only when the key's creator holds custos.ver; absent otherwise, never null. Orders change
+// situacao in the application, not here.
 import { z } from 'zod';
 import { criarPedido, lerPedido, listarPedidos, type PedidoRow } from '../../shared/db/pedidos.ts';
 import type { Db } from '../../shared/db/pool.ts';

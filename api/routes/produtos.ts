@@ -1,8 +1,9 @@
 // GET /produtos and GET /produtos/{id}: the catalog with variations, parts and price tiers per
-// sales channel (DESIGN §9). The list costs 1 + 1 per 25 products (contract §8.2): charged from
-// limite on admission, settled to the products actually returned. Both read each product's
-// document (shared/db/produtos.ts); a page's documents go to the client as PostgreSQL keeps them,
-// most of them from those this process already holds (api/document-cache.ts).
+// sales channel (docs/decisions/0028-catalog-documents.md). The list costs 1 + 1 per 25 products
+// (contract §8.2): charged from limite on admission, settled to the products actually returned.
+// Both read each product's document (shared/db/produtos.ts); a page's documents go to the client as
+// PostgreSQL keeps them, most of them from those this process already holds
+// (api/document-cache.ts).
 import { z } from 'zod';
 import { lerProduto } from '../../shared/db/produtos.ts';
 import { paginaDeDocumentos } from '../document-cache.ts';
@@ -78,7 +79,7 @@ export const listProdutos = defineRoute({
   handler: async ({ caller, query, db, deps }) => {
     const pagina = await paginaDeDocumentos(db, deps.documentos, caller.contaId, query);
     // A product's document changes only with its version (produtos_documentar): the page's tag is
-    // its products' versions and its cursor, not a hash of its ~280 KB.
+    // its products' versions and its cursor, not a hash of its hundreds of KB.
     const versoes = pagina.produtos.map((p) => `${p.id}.${p.row_version}`).join(',');
     const etag = etagForVersions(versoes, pageTail(pagina.proxima, query));
     return { status: 200, json: jsonPage(pagina.documentos, pagina.proxima, query), etag, billing: { units: unidadesProdutos(pagina.produtos.length) } };

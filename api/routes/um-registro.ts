@@ -1,7 +1,8 @@
-// What every GET of one record is (DESIGN §7): the id in the path, the price of one resource, the
-// record read in the caller's account (404 otherwise), and a 200 with its strong ETag, or a bodiless
-// 304 when If-None-Match names it; the record's table, so that admission can tell a 304 before it
-// charges. A 304 that admission already confirmed is answered without reading the record.
+// What every GET of one record is (docs/decisions/0002-head-etags-and-compression.md): the id in
+// the path, the price of one resource, the record read in the caller's account (404 otherwise), and
+// a 200 with its strong ETag, or a bodiless 304 when If-None-Match names it; the record's table, so
+// that admission can tell a 304 before it charges. A 304 that admission already confirmed is
+// answered without reading the record.
 import { z } from 'zod';
 import { naoEncontrado } from '../../shared/errors.ts';
 import type { Db } from '../../shared/db/pool.ts';

@@ -1,6 +1,7 @@
-// The webhook pipeline's archive (sql/code/archive.sql; docs/decisions.md, "The pipeline's archive"):
-// what has ended leaves the working tables for partitioned history, in batches that each commit,
-// and a replay brings an archived event back.
+// The webhook pipeline's archive (sql/code/archive.sql;
+// docs/decisions/0022-webhook-history-in-a-daily-archive.md): what has ended leaves the working
+// tables for partitioned history, in batches that each commit, and a replay brings an archived
+// event back.
 import { z } from 'zod';
 import { inBatches } from './retention.ts';
 import { sql, type Db } from './pool.ts';

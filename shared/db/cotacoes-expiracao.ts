@@ -1,6 +1,7 @@
-// The daily routine of DESIGN §10: a sent quotation whose validade has passed (in the account's
-// time zone) becomes expirada, with origem.via 'rotina' in its events. Batched, and rows locked by
-// a concurrent change are skipped (the next run takes them), so it never waits on a request.
+// The expiry routine (docs/decisions/0029-quotation-and-order-states.md): a sent quotation whose
+// validade has passed (in the account's time zone) becomes expirada, with origem.via 'rotina' in
+// its events. Batched, and rows locked by a concurrent change are skipped (the next run takes
+// them), so it never waits on a request.
 import { z } from 'zod';
 import { comOrigem } from './origem.ts';
 import { sql, type Pool } from './pool.ts';

@@ -1,4 +1,4 @@
-// Queries on quotations: the representation of DESIGN §9 (items included, in one round trip),
+// Queries on quotations: their representation (items included, in one round trip),
 // the list, creation as a draft with catalog prices from the channel's tiers, and the status
 // change serialized by a row lock. The state machine itself lives in the database (sql/code/cotacoes.sql).
 import { z } from 'zod';

@@ -1,5 +1,6 @@
-// Queries of the delivery pipeline, where the deliveries table is its own queue (docs/decisions.md,
-// Webhooks): taking due deliveries under a lease, renewing and giving back leases, and recording
+// Queries of the delivery pipeline, where the deliveries table is its own queue
+// (docs/decisions/0034-deliveries-queue-under-leases.md): taking due deliveries under a lease,
+// renewing and giving back leases, and recording
 // outcomes. They run many times a second under load, so each is a named prepared statement, planned
 // once per connection (the worker's connections are direct, never pooled). A delivery's lease_id is
 // a fence: a worker writes to a delivery only while it still names the worker's lease, so a worker
@@ -14,7 +15,7 @@ import { sql, type Db } from './pool.ts';
  * The worker's sessions (worker/main.ts). The pipeline's statements look rows up by key from arrays
  * the worker sends and are prepared once per session; PostgreSQL plans a prepared statement for its
  * values five times, then keeps one generic plan unless that looks costlier. Two settings make that
- * plan the one kept (test/index-lookups.test.ts; BENCHMARKS.md, webhooks):
+ * plan the one kept (test/index-lookups.test.ts; BENCHMARKS.md, "Webhooks"):
  * - random_page_cost 1.1, not a disk's 4: the working tables are small and cached. At 4 the
  *   outcomes' generic plan read the whole deliveries table of a few thousand rows instead of its
  *   primary key, and PostgreSQL planned that statement anew at every call.
@@ -62,7 +63,7 @@ export function placesLeft(t: Pick<TakeLimits, 'endpoints'>) {
  * hour grants what its plan allows, an hour begun what is left of it. Each row keeps what this
  * reservation granted (ultima_reserva), which is what RETURNING can read. It runs inside the
  * statements that take deliveries and record their attempts' start (takeDeliveries, relayOutbox),
- * which commit durably for the attempts' sake; a PL/pgSQL function of it cost a third more.
+ * which commit durably for the attempts' sake; inline, not a PL/pgSQL function, which cost more.
  */
 export function reserveFor(asked: string) {
   const from = sql.identifier([asked]);

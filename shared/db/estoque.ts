@@ -66,7 +66,7 @@ export const MovimentoRow = z.object({
 });
 export type MovimentoRow = z.infer<typeof MovimentoRow>;
 
-/** The integrator's references of a record it creates (docs/decisions.md, "External references"). */
+/** The integrator's references of a record it creates (docs/decisions/0031-external-references.md). */
 export type Referencias = { referencia_externa?: string; metadados?: Record<string, string> };
 
 export type NovoMovimento = Referencias & {

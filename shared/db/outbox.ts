@@ -1,4 +1,5 @@
-// The outbox relay and the fan-out of events into deliveries (DESIGN §11): one delivery per
+// The outbox relay and the fan-out of events into deliveries
+// (docs/decisions/0032-events-by-trigger-relayed-once.md): one delivery per
 // endpoint of the account that is active, subscribed to the type (all types when it chose none)
 // and whose creator holds the type's permission; webhook.teste goes only to its own endpoint.
 import { z } from 'zod';
@@ -102,7 +103,7 @@ const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries:
  * With `take`, the relaying worker takes the deliveries it creates, within its bounds per endpoint
  * and the hourly cap (reserveFor), as takeDeliveries would: leased and their first
  * attempt recorded as started, in the same statement. At a steady rate an event then costs the
- * pipeline one statement less, and its delivery no wake-up (measured in BENCHMARKS.md). The rest are
+ * pipeline one statement less, and its delivery no wake-up (BENCHMARKS.md, "Webhooks"). The rest are
  * due at once and the workers, woken at commit, take them (worker/webhooks/dispatcher.ts). The same
  * statement writes `outcomes`, the worker's finished attempts (shared/db/outcomes.ts).
  */

@@ -1,8 +1,8 @@
-// Reading products (DESIGN §9): each product's document, the JSON text of its representation that
-// the catalog's triggers keep in its row (sql/code/catalogo.sql, produto_documento()). A page is one
-// index range scan of produtos giving its products by id and version, and the documents the web
-// process does not hold yet at those versions, text it sends as it is (docs/decisions.md, "Catalog
-// documents"); one product is its document, parsed.
+// Reading products (docs/decisions/0028-catalog-documents.md): each product's document, the JSON
+// text of its representation that the catalog's triggers keep in its row (sql/code/catalogo.sql,
+// produto_documento()). A page is one index range scan of produtos giving its products by id and
+// version, and the documents the web process does not hold yet at those versions, text it sends as
+// it is (docs/decisions/0028-catalog-documents.md); one product is its document, parsed.
 import { z } from 'zod';
 import { cutPage, pageClauses, type Posicao, type SortColumn } from './paging.ts';
 import { sql, type Db } from './pool.ts';
@@ -95,8 +95,8 @@ const DocumentoRow = z.object({ id: z.string(), row_version: z.number(), documen
 /**
  * The documents of the account's products `ids`, each with the version it belongs to (which may be
  * newer than the one a page read a moment before); a product deleted meanwhile is absent. One row
- * per product: a document is ~3 KB, where a page's documents joined would be one value of ~280 KB
- * that PostgreSQL, the driver and the web process would each build whole.
+ * per product: a document is a few KB, where a page's documents joined would be one value of hundreds
+ * of KB that PostgreSQL, the driver and the web process would each build whole.
  */
 export async function documentosDosProdutos(db: Db, contaId: string, ids: readonly string[]): Promise<readonly z.infer<typeof DocumentoRow>[]> {
   if (ids.length === 0) return [];

@@ -230,7 +230,7 @@ async function buildCode(client: pg.Client, modules: CodeModule[]): Promise<void
  * timeouts as the defaults of the role in this database: a pooler in transaction mode passes no
  * setting from the client's startup packet, so the web's pooled sessions get them from here. A
  * session that says otherwise at its start keeps its own (the worker, pg-boss, the release, the
- * CLI); an operator's psql as this role gets them too (README, "Deployment").
+ * CLI); an operator's psql as this role gets them too (README, "Behind PgBouncer").
  */
 export async function applyDatabaseSettings(
   client: pg.Client,

@@ -1,4 +1,5 @@
-// Scopes of API keys and permissions of users (contract §5, DESIGN §4).
+// Scopes of API keys and permissions of users (contract §5;
+// docs/decisions/0007-keys-scopes-and-permissions.md).
 
 export const PERMISSOES = [
   'produtos.ver',

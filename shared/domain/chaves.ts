@@ -1,5 +1,5 @@
-// API key tokens (DESIGN §4): chv_ + 8-character public prefix + _ + 32 random bytes in base64url.
-// Only the SHA-256 of the whole token is stored.
+// API key tokens (docs/decisions/0007-keys-scopes-and-permissions.md): chv_ + 8-character public
+// prefix + _ + 32 random bytes in base64url. Only the SHA-256 of the whole token is stored.
 import { createHash, randomBytes } from 'node:crypto';
 
 const PREFIX_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';

@@ -1,6 +1,6 @@
-// Quotations (DESIGN §9-10): statuses, the transitions of the state machine and who may make them.
-// The database enforces the same table (sql/code/common.sql, transicao_permitida); this
-// copy feeds the API's schemas, its documentation and the tests.
+// Quotations (docs/decisions/0029-quotation-and-order-states.md): statuses, the transitions of the
+// state machine and who may make them. The database enforces the same table (sql/code/common.sql,
+// transicao_permitida); this copy feeds the API's schemas, its documentation and the tests.
 
 export const STATUS_COTACAO = ['rascunho', 'enviada', 'aprovada', 'recusada', 'cancelada', 'expirada'] as const;
 export type StatusCotacao = (typeof STATUS_COTACAO)[number];
@@ -20,7 +20,10 @@ export const STATUS_SO_DA_ROTINA: readonly StatusCotacao[] = ['expirada'];
 
 export const ITEM_COTACAO_TIPOS = ['catalogo', 'avulso'] as const;
 
-/** Who changed something (DESIGN §10); 'api' is set by the request pipeline itself. */
+/**
+ * Who changed something: tela (the application's screen), link (the customer's link), rotina (a
+ * routine); 'api' is set by the request pipeline itself.
+ */
 export type Via = 'api' | 'tela' | 'link' | 'rotina';
 
 /**

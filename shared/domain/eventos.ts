@@ -25,7 +25,8 @@ const codigo = z.string();
 const statusCotacao = z.enum(['rascunho', 'enviada', 'aprovada', 'recusada', 'cancelada', 'expirada']);
 const situacaoPedido = z.enum(['aberto', 'em_producao', 'finalizado', 'cancelado']);
 
-// The external references of the record an event is about (docs/decisions.md, "External references").
+// The external references of the record an event is about
+// (docs/decisions/0031-external-references.md).
 const REFERENCIAS = ['referencia_externa', 'metadados'];
 const referencias = {
   referencia_externa: z.string().nullable().describe('A referencia_externa do registro; null quando não foi informada.'),

@@ -1,6 +1,7 @@
-// Production orders (contract §2.1, §3; DESIGN §10): the values of their fields and the
-// transitions the database enforces (sql/code/common.sql, transicao_permitida). Orders change situacao in the
-// application (the operator CLI stands in for it), never through the API.
+// Production orders (contract §2.1, §3; docs/decisions/0029-quotation-and-order-states.md): the
+// values of their fields and the transitions the database enforces (sql/code/common.sql,
+// transicao_permitida). Orders change situacao in the application (the operator CLI stands in for
+// it), never through the API.
 
 export const PEDIDO_TIPOS = ['cliente', 'estoque'] as const;
 export const PEDIDO_ORIGENS = ['cotacao', 'manual', 'repor', 'api'] as const;

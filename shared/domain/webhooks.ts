@@ -1,6 +1,6 @@
-// Rules of webhook delivery (DESIGN §11): the retry schedule, what counts as success, when an
-// endpoint is disabled, Retry-After, secrets and Standard Webhooks signatures. Pure functions; the
-// worker and the operator CLI apply them.
+// Rules of webhook delivery (docs/decisions/0035-delivery-requests-and-retries.md): the retry
+// schedule, what counts as success, when an endpoint is disabled, Retry-After, secrets and Standard
+// Webhooks signatures. Pure functions; the worker and the operator CLI apply them.
 import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 
 /** Delays before attempts 2 to 8; a delivery whose eighth attempt fails is failed. */

@@ -1,5 +1,6 @@
--- The webhook pipeline's archive (sql/migrations/0017_arquivo_do_pipeline.sql; docs/decisions.md,
--- "The pipeline's archive"): what has ended moves from the working tables (outbox, deliveries,
+-- The webhook pipeline's archive (sql/migrations/0017_arquivo_do_pipeline.sql;
+-- docs/decisions/0022-webhook-history-in-a-daily-archive.md): what has ended moves from the
+-- working tables (outbox, deliveries,
 -- delivery_attempts) to their archives, partitioned by day; a replay moves an event back; and the
 -- views that read both, for everything that reads history (the API's event log, operators).
 --

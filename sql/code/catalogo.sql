@@ -10,7 +10,7 @@ CREATE TRIGGER cores_touch BEFORE UPDATE ON cores FOR EACH ROW EXECUTE FUNCTION 
 
 -- A product's document: the JSON text GET /produtos and GET /produtos/{id} send, built from the
 -- product's row as it is being written and its variations, parts and price tiers as they are now
--- (docs/decisions.md, "Catalog documents"). Compact and in the representation's key order, byte for
+-- (docs/decisions/0028-catalog-documents.md). Compact and in the representation's key order, byte for
 -- byte what JSON.stringify made of the rows the API used to build per request; timestamps as
 -- toISOString() prints them (UTC, milliseconds). Variations and parts in the screen's order, channels
 -- oldest first, tiers by the quantity they start at. sql/migrations/0012_documentos_catalogo.sql

@@ -18,9 +18,10 @@ BEGIN
   RETURN NEW;
 END $$;
 
--- Every state machine of DESIGN §10 in one table: the quotation, the production order, the payment
--- of an order and an order's item, each as (machine, from, to). A new row goes from 'novo' ('nova'
--- for a quotation) to the state it must start in. shared/domain holds the same table for the API's schemas and the tests.
+-- Every state machine (docs/decisions/0029-quotation-and-order-states.md) in one table: the
+-- quotation, the production order, the payment of an order and an order's item, each as (machine,
+-- from, to). A new row goes from 'novo' ('nova' for a quotation) to the state it must start in.
+-- shared/domain holds the same table for the API's schemas and the tests.
 CREATE FUNCTION transicao_permitida(p_maquina text, p_de text, p_para text) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$
   SELECT (p_maquina, p_de, p_para) IN (

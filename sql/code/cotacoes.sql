@@ -1,10 +1,10 @@
--- Quotations: sequential codes, the state machine of DESIGN §10 and the frozen items of a sent
--- quotation, enforced for every writer; the total kept from the items; and the events of quotations
--- and of their customer link (contract §6.2), emitted by triggers so every writer emits them in the
--- transaction of its change: the API, the operator CLI standing in for the screen, the customer
--- link, the expiry routine, or a plain SQL write by the application. Payloads never carry the
--- customer's name or e-mail (they outlive an anonymization); they carry the quotation's external
--- references (referencia_externa, metadados), which the integrator wrote.
+-- Quotations: sequential codes, their state machine (sql/code/common.sql) and the frozen items of a
+-- sent quotation, enforced for every writer; the total kept from the items; and the events of
+-- quotations and of their customer link (contract §6.2), emitted by triggers so every writer emits
+-- them in the transaction of its change: the API, the operator CLI standing in for the screen, the
+-- customer link, the expiry routine, or a plain SQL write by the application. Payloads never carry
+-- the customer's name or e-mail (they outlive an anonymization); they carry the quotation's
+-- external references (referencia_externa, metadados), which the integrator wrote.
 
 CREATE TRIGGER cotacoes_numerar BEFORE INSERT ON cotacoes FOR EACH ROW EXECUTE FUNCTION numerar('cotacao');
 

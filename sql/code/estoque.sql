@@ -24,8 +24,8 @@ END $$;
 -- A movement, prepared: checked, its balance moved (the row lock taken), its id and criado_em
 -- chosen, but its row not yet written. estoque_movimentos_gravar writes it; a batch writes all its
 -- movements in one INSERT, which prepares the table's CHECKs once instead of at every movement
--- (measured: preparing them was about a third of estoque_movimentar's own time, perf showing
--- ExecConstraints reading them back from their stored node trees).
+-- (ExecConstraints reads each back from its stored node tree at every execution:
+-- docs/decisions/0016-checks-on-hot-tables.md).
 CREATE FUNCTION estoque_movimento_preparar(
   p_conta_id uuid,
   p_tipo text,

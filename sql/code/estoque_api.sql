@@ -3,10 +3,10 @@
 -- one round trip and one transaction, with no BEGIN and COMMIT around it; and the movements of a
 -- batch of requests in one round trip.
 --
--- Measured (BENCHMARKS.md): the same steps as separate statements in a transaction were six round
--- trips and most of a movement's time was spent between them. Functions on the write path are
--- PL/pgSQL, whose statements are planned once per connection: a SQL function called from another
--- function is planned again at every call (measured: an insert of 30 µs cost 130 µs that way).
+-- The same steps as separate statements in a transaction were six round trips, and most of a
+-- movement's time was spent between them (BENCHMARKS.md, "Stock movements and the catalog").
+-- Functions on the write path are PL/pgSQL, whose statements are planned once per connection: a SQL
+-- function called from another function is planned again at every call.
 
 -- The movement as the API answers it (§2.2), by its id: the one just made, or the first one again
 -- for a repetition.
@@ -26,8 +26,7 @@ END $$;
 -- reads its first movement again. p_gravar false: the movement is prepared (its balance moved) but
 -- neither it nor the key's record is written; the caller writes them, with the batch's others, from
 -- novo and the answer's status_code, codigo and motivo. OUT parameters, not a table: a caller
--- assigns the answer instead of running a query for it (measured: two executor start-ups a
--- movement fewer).
+-- assigns the answer instead of running a query for it, which saves executor start-ups.
 CREATE FUNCTION api_estoque_movimentar(
   p_conta_id uuid,
   p_chave_id uuid,
@@ -72,7 +71,7 @@ BEGIN
                                   p_metadados => p_metadados);
   novo := m;
   IF m.recusa IS NOT NULL THEN
-    -- A business refusal is kept and replayed as it was (DESIGN §6); nothing else was written.
+    -- A business refusal is kept and replayed as it was; nothing else was written.
     IF p_gravar AND p_key IS NOT NULL THEN
       PERFORM api_idempotency_record(p_conta_id, p_chave_id, p_key, p_route, p_hash, 422, NULL, 'saldo_insuficiente', m.recusa);
     END IF;
@@ -97,8 +96,9 @@ END $$;
 -- The movements of a batch of requests (api/write-queue.ts), in one round trip and one commit, in
 -- the order of their balances, so two batches never wait on each other in a circle. A movement that
 -- fails (a 500 for its request) leaves the others as they are: the batch runs as one subtransaction
--- and, only when one of its movements failed, again with each in a subtransaction of its own.
--- Measured (pgbench, batches of 16): about 6 % more movements per second than a subtransaction each.
+-- and, only when one of its movements failed, again with each in a subtransaction of its own:
+-- a subtransaction for every movement always was a steady cost for a rare failure
+-- (docs/decisions/0025-stock-movements-by-balance.md).
 CREATE FUNCTION api_estoque_movimentar_lote(
   p_contas uuid[], p_chaves uuid[],                -- who makes each movement: account and API key
   p_keys text[], p_routes text[], p_hashes bytea[], -- its Idempotency-Key (NULL: none), operation and body hash

@@ -23,8 +23,9 @@ $$;
 
 -- Puts an event in the outbox; returns its id, or NULL when it joined the pending event of its
 -- group. A grouped event (estoque.movimentado, produto.atualizado) mostly finds its group's window
--- open: it then writes nothing (measured: refreshing the pending row cost every movement a row,
--- four index entries and most of its WAL), and the relay reads the data when the window ends.
+-- open: it then writes nothing (refreshing the pending row cost every movement a row version, its
+-- index entries and WAL: docs/decisions/0033-grouped-events-write-nothing.md), and the relay reads
+-- the data when the window ends.
 CREATE FUNCTION emit_event(p_conta_id uuid, p_tipo text, p_dados jsonb, p_endpoint_id uuid DEFAULT NULL)
 RETURNS uuid
 LANGUAGE plpgsql AS $$
@@ -83,10 +84,11 @@ LANGUAGE sql STABLE AS $$
     'chave_id', nullif(current_setting('app.chave_id', true), '')::uuid)
 $$;
 
--- The external references of a movement, quotation or production order (docs/decisions.md,
--- "External references"), as the events about it carry them in dados. One expression, inlined into
--- the trigger's statement that builds the event: STABLE like jsonb_build_object (an IMMUTABLE
--- function around a STABLE one is never inlined, and a SQL function called is planned each time).
+-- The external references of a movement, quotation or production order
+-- (docs/decisions/0031-external-references.md), as the events about it carry them in dados. One
+-- expression, inlined into the trigger's statement that builds the event: STABLE like
+-- jsonb_build_object (an IMMUTABLE function around a STABLE one is never inlined, and a SQL
+-- function called is planned each time).
 CREATE FUNCTION referencias_do_registro(p_referencia_externa text, p_metadados jsonb) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
   SELECT jsonb_build_object('referencia_externa', p_referencia_externa, 'metadados', coalesce(p_metadados, '{}'::jsonb))

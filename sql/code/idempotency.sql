@@ -1,12 +1,13 @@
--- Idempotency-Key (contract §4.2 rules 2-5, DESIGN §6): how a write claims its key in the first
--- statement of its transaction, and how the outcome is kept with the change.
+-- Idempotency-Key (contract §4.2 rules 2-5; docs/decisions/0008-idempotency-key-on-every-post.md):
+-- how a write claims its key in the first statement of its transaction, and how the outcome is kept
+-- with the change.
 
 CREATE FUNCTION api_write_claim(p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea)
 RETURNS api_write_claim
 LANGUAGE plpgsql
 -- The record's lookup is by its primary key: an index lookup whatever the statistics say. A plan is
 -- made once per connection; made while the table was empty it was a sequential scan, kept while the
--- table grew until the next ANALYZE (measured: 90 million rows read in a 15 s benchmark). Without
+-- table grew until the next ANALYZE, reading the whole table at every claim. Without
 -- sequential scans, and with the expiry in its WHERE, it read the expiry index instead: every live
 -- key of every account. The lookup names the primary key's columns only; the expiry is checked after.
 SET enable_seqscan = off

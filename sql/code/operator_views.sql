@@ -1,8 +1,9 @@
--- Operator views (DESIGN §13), read-only, by plain names (README, "Operator views"): pending and
--- failed deliveries with their last attempt, queue depth per queue, endpoints near their caps and
--- each endpoint's deliveries this hour; every key's use of its ceilings, the keys near one, the
--- keys suspended; the requests of the last hour. Failed deliveries and the hour's attempts are
--- read through the views over the pipeline's working tables and archive (sql/code/archive.sql).
+-- Operator views (docs/decisions/0023-operator-views.md), read-only, by plain names (README,
+-- "Operator views"): pending and failed deliveries with their last attempt, queue depth per queue,
+-- endpoints near their caps and each endpoint's deliveries this hour; every key's use of its
+-- ceilings, the keys near one, the keys suspended; the requests of the last hour. Failed deliveries
+-- and the hour's attempts are read through the views over the pipeline's working tables and archive
+-- (sql/code/archive.sql).
 
 CREATE VIEW webhook_deliveries_pending AS
 SELECT d.conta_id, d.id AS delivery_id, d.event_id, o.tipo, d.endpoint_id, e.url,

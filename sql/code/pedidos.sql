@@ -1,8 +1,9 @@
--- Production orders: sequential codes, the state machines of DESIGN §10 (order, item, payment)
--- enforced for every writer, the version of an order moved by any change of its items or of the
--- stage they are at, and the events of production orders (contract §6.2), emitted by triggers so
--- every writer emits them in the transaction of its change. Payloads never carry the customer's
--- name; they carry the order's external references (referencia_externa, metadados).
+-- Production orders: sequential codes, their state machines (order, item, payment;
+-- sql/code/common.sql) enforced for every writer, the version of an order moved by any change of
+-- its items or of the stage they are at, and the events of production orders (contract §6.2),
+-- emitted by triggers so every writer emits them in the transaction of its change. Payloads never
+-- carry the customer's name; they carry the order's external references (referencia_externa,
+-- metadados).
 
 CREATE TRIGGER pedidos_numerar BEFORE INSERT ON pedidos_producao FOR EACH ROW EXECUTE FUNCTION numerar('pedido');
 

@@ -44,9 +44,9 @@ type Held = {
  * How many deliveries a worker holds: four times its requests in flight in all, and three times an
  * endpoint's concurrency of one endpoint. An endpoint is taken from once a concurrency's worth of
  * its places is free, and that take's round trip lasts about as long as a request: with twice, its
- * requests waited for it (about half of an endpoint's slots idle; measured three times as fast as
- * twice to one endpoint: about 9 % more deliveries a second, BENCHMARKS.md). A crash interrupts at
- * most that many attempts to an endpoint; only those in flight may have reached it.
+ * requests waited for it and its slots sat idle; four times was no faster than three (BENCHMARKS.md,
+ * "Webhooks"). A crash interrupts at most that many attempts to an endpoint; only those in flight
+ * may have reached it.
  */
 export function holdLimits(config: Config) {
   return {

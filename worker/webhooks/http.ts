@@ -86,9 +86,9 @@ export function createWebhookHttp(options: { timeoutMs: number; allowPrivateNetw
 
 /**
  * axios's transport for deliveries: the request over the receiver's keep-alive agent, answered with
- * the response as a stream. With axios's own http adapter the worker spent about 110 µs of CPU
- * more per delivery (docs/decisions.md, "The request of a delivery") on what a delivery never uses:
- * redirects, proxies, decompression, progress events. This one follows no redirect, uses no proxy
+ * the response as a stream. axios's own http adapter spent the worker's CPU on what a delivery never
+ * uses (docs/decisions/0035-delivery-requests-and-retries.md): redirects, proxies, decompression,
+ * progress events. This one follows no redirect, uses no proxy
  * and asks for no compression; the deadline (the request's signal) ends the exchange, response
  * included.
  */

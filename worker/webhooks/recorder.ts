@@ -31,7 +31,7 @@ export type Recorder = {
 const MAX_BATCH = 500;
 /**
  * How long an outcome waits for a statement to join: relay passes come at most 10 ms apart while
- * events arrive (relay.ts, RELAY_SPACING_MS), so at 200 events/s the next one comes within that;
+ * events arrive (relay.ts, RELAY_SPACING_MS), so at a steady rate the next one comes within that;
  * much longer only keeps the delivery, and its place in the worker's bounds, held.
  */
 const WAIT_MS = 20;

@@ -11,9 +11,9 @@ import type { Dispatcher } from './dispatcher.ts';
 const BATCH = 500;
 /**
  * Relay passes start at least this far apart. Each pass is one statement and one durable commit,
- * whatever it carries: at 200 events/s a pass per event cost PostgreSQL about 1,250 µs an event for
- * relaying and delivering, a pass every 10 ms (two events or so) about 800, for a p50 from commit
- * to receipt of about 7 ms instead of 2 (BENCHMARKS.md, webhooks). An event after a quiet moment
+ * whatever it carries: at a steady rate a pass per event made that fixed cost most of PostgreSQL's
+ * work per event, while a few milliseconds more from commit to receipt go unnoticed (BENCHMARKS.md,
+ * "Webhooks"; docs/decisions/0032-events-by-trigger-relayed-once.md). An event after a quiet moment
  * goes at once; a backlog's full passes take longer than this anyway.
  */
 export const RELAY_SPACING_MS = 10;
