@@ -83,7 +83,8 @@ if (!existsSync(CHROMIUM)) {
       const response = await page.goto(`${origin}${pagina.caminho}`, { waitUntil: 'load' });
       assert.is(response?.status(), 200, pagina.caminho);
       assert.is(await page.locator('main h1').innerText(), pagina.titulo);
-      for (const href of await page.locator('a[href]').evaluateAll((els) => els.map((a) => (a as HTMLAnchorElement).href))) destinos.add(href);
+      const hrefs = await page.locator('a[href]').evaluateAll((els) => els.map((a) => a.getAttribute('href') ?? ''));
+      for (const href of hrefs) destinos.add(new URL(href, page.url()).href);
     }
     for (const caminho of ['/docs', '/docs/erros', '/docs/mudancas', '/docs/guia/primeira-chamada', '/docs/guia/eventos']) {
       assert.ok([...destinos].some((d) => d.split('#')[0] === `${origin}${caminho}`), `the guide links ${caminho}`);
@@ -96,7 +97,7 @@ if (!existsSync(CHROMIUM)) {
       assert.is(response?.status(), 200, href);
       if (url.hash) {
         const id = decodeURIComponent(url.hash.slice(1));
-        assert.ok(await page.evaluate((alvo) => document.getElementById(alvo) !== null, id), `${href}: a heading #${id}`);
+        assert.is(await page.locator(`[id="${id}"]`).count(), 1, `${href}: a heading #${id}`);
       }
     }
     // A reader's click from the index to a page.

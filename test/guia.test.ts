@@ -51,6 +51,18 @@ test('the reference and the error page link the guide', async () => {
   assert.match((await request(`${origin()}/docs/erros`)).text, `href="${GUIA_PATH}/erros"`);
 });
 
+test('the reference\'s links into the guide lead to its pages and headings', async () => {
+  const openapi = (await request(`${app.baseUrl}/openapi.json`)).text;
+  const links = [...openapi.matchAll(/\]\((\/docs\/guia[^)]*)\)/g)].map((m) => m[1] ?? '');
+  assert.ok(links.length >= 4, `${links.length} links`);
+  const paginas = new Map(paginasDoGuia().map((p) => [p.caminho, p.html]));
+  for (const link of links) {
+    const [caminho = '', ancora] = link.split('#');
+    assert.ok(paginas.has(caminho), `${link}: a page of the guide`);
+    if (ancora) assert.match(paginas.get(caminho) ?? '', ` id="${ancora}"`, `${link}: a heading of it`);
+  }
+});
+
 test('every link of the guide leads to a page, a heading of it, the changelog or the reference', () => {
   const ancoras = new Map(guia.map((p) => [p.arquivo, new Set([...p.markdown.matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchorOf((m[1] ?? '').replace(/`/g, ''))))]));
   const links = guia.flatMap((p) => [...p.markdown.replace(/^```[\s\S]*?^```$/gm, '').matchAll(/\]\(([^)]+)\)/g)].map((m) => ({ de: p.arquivo, href: m[1] ?? '' })));

@@ -133,9 +133,12 @@ export function programa(nome: string): string | null {
   return null;
 }
 
-/** A fresh folder for a suite's snippets, inside the project so that they import its packages. */
+/**
+ * A fresh folder for a suite's snippets, inside the project so that they import its packages, but
+ * outside what `npm run typecheck` reads (.scratch/ is ignored by git too).
+ */
 export async function pastaDeTrechos(suite: string): Promise<string> {
-  const dir = path.join(projectRoot, 'test', 'generated', `${suite}-${process.pid}`);
+  const dir = path.join(projectRoot, '.scratch', `${suite}-${process.pid}`);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   return dir;
