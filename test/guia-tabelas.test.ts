@@ -10,6 +10,7 @@ import { ERRO_POR_STATUS } from '../api/openapi.ts';
 import { routes } from '../api/routes/index.ts';
 import { committedDocument } from '../ops/openapi.ts';
 import { sql } from '../shared/db/pool.ts';
+import { RETENTION } from '../shared/db/retention.ts';
 import { ESCOPOS } from '../shared/domain/acesso.ts';
 import { TIPOS_DE_EVENTO } from '../shared/domain/eventos.ts';
 import { RETRY_DELAYS_SECONDS } from '../shared/domain/webhooks.ts';
@@ -132,6 +133,12 @@ test('webhooks.md: the retry schedule and the bulk catalog threshold', () => {
   assert.is(minimo, 21);
   assert.match(prosa, 'mais de 20 produtos de uma vez');
   assert.match(prosa, 'envia um único `catalogo.atualizado_em_massa` no lugar dos eventos por produto');
+});
+
+test('the suspension rule and the event log\'s retention, as the service applies them', async () => {
+  const regra = await db.pool.one(sql.type(z.object({ recusas: z.number(), minutos: z.number() }))`SELECT recusas, minutos FROM regra_de_suspensao()`);
+  assert.match(page('limites.md').replace(/\s+/g, ' '), `${regra.recusas} recusas seguidas por limite (429) suspendem a chave por ${regra.minutos} minutos`);
+  assert.match(page('registro-de-eventos.md').replace(/\s+/g, ' '), `disponível por **${RETENTION.outboxDays} dias** depois de registrado`);
 });
 
 test('idempotencia.md: every POST route is listed as requiring the key', () => {
