@@ -1,6 +1,7 @@
 // The API reference page (GET /docs), rendered by Redoc from GET /v1/openapi.json, with every
 // asset served by the service itself so it works offline; the page the problem `type`s of error
-// responses point to (GET /docs/erros); and the changelog (GET /docs/mudancas).
+// responses point to (GET /docs/erros); the changelog (GET /docs/mudancas); and the integrator's
+// guide (GET /docs/guia and its pages, api/guia.ts).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -8,7 +9,8 @@ import type { Request, Response, Next } from 'restify';
 import type restify from 'restify';
 import { projectRoot } from '../shared/config.ts';
 import { TITULOS, type Codigo } from '../shared/errors.ts';
-import { CHANGELOG_PATH } from './openapi.ts';
+import { paginasDoGuia } from './guia.ts';
+import { CHANGELOG_PATH, GUIA_PATH } from './openapi.ts';
 import { requestState } from './request-state.ts';
 
 const require = createRequire(import.meta.url);
@@ -117,7 +119,8 @@ const errorsPage = page(
   `<main><h1>Códigos de erro</h1>
 <p>Erros usam <code>application/problem+json</code> com <code>type</code>, <code>title</code>, <code>status</code>,
 <code>detail</code>, <code>codigo</code> e <code>requisicao_id</code>. Programas devem ler <code>codigo</code>.
-<a href="/docs">Referência completa</a>; mudanças no <a href="${CHANGELOG_PATH}">histórico de mudanças</a>.</p>
+<a href="/docs">Referência completa</a>; o <a href="${GUIA_PATH}/erros">guia do integrador</a> mostra como tratar cada um;
+mudanças no <a href="${CHANGELOG_PATH}">histórico de mudanças</a>.</p>
 <dl>
 ${(Object.keys(TITULOS) as Codigo[]).map((c) => `<dt id="${c}"><code>${c}</code> — ${TITULOS[c]}</dt><dd>${CONDICOES[c]}</dd>`).join('\n')}
 </dl></main>`,
@@ -133,6 +136,7 @@ export function registerDocs(server: restify.Server): void {
   serve('/docs', 'text/html; charset=utf-8', referencePage, { 'Content-Security-Policy': CSP });
   serve('/docs/erros', 'text/html; charset=utf-8', errorsPage, { 'Content-Security-Policy': CSP });
   serve(CHANGELOG_PATH, 'text/plain; charset=utf-8', changelog, { 'X-Content-Type-Options': 'nosniff' });
+  for (const pagina of paginasDoGuia()) serve(pagina.caminho, 'text/html; charset=utf-8', pagina.html, { 'Content-Security-Policy': CSP });
   serve('/docs/init.js', 'text/javascript; charset=utf-8', initScript);
   serve('/docs/redoc.standalone.js', 'text/javascript; charset=utf-8', redocBundle);
   serve('/docs/redoc-logo.svg', 'image/svg+xml', redocLogo);

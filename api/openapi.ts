@@ -9,13 +9,16 @@ type JsonSchema = Record<string, unknown>;
 
 /** Where the service serves its changelog (CHANGELOG.md; api/docs.ts), linked from the reference. */
 export const CHANGELOG_PATH = '/docs/mudancas';
+/** Where the service serves the integrator's guide (docs/guia/; api/guia.ts), linked from the reference. */
+export const GUIA_PATH = '/docs/guia';
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
   return rest;
 }
 
-const ERRO_POR_STATUS: Record<number, Codigo[]> = {
+/** The codigos each error status carries (405 metodo_nao_permitido is answered by the router, not by a route). */
+export const ERRO_POR_STATUS: Record<number, Codigo[]> = {
   400: ['dados_invalidos'],
   401: ['nao_autenticado'],
   403: ['escopo_insuficiente'],
@@ -183,6 +186,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
       license: { name: 'Proprietária: uso pelas contas da plataforma' },
       description:
         'API HTTP de uma ferramenta de preços e produção para impressão 3D: catálogo e preços por canal de venda, materiais e estoque, movimentos de estoque, cotações, pedidos de produção e webhooks.\n\n' +
+        `Para começar, leia o [guia do integrador](${GUIA_PATH}): a primeira chamada, chaves e escopos, limites e custos, idempotência, listas, erros, webhooks e estoque, com exemplos que rodam.\n\n` +
         'Respostas de 1 KiB ou mais vêm comprimidas (`Content-Encoding: gzip`) quando a requisição envia `Accept-Encoding: gzip`; o `ETag` é o mesmo com ou sem compressão.\n\n' +
         `Toda mudança da API, e dos tetos de uso de cada plano antes de valerem, é anunciada no [histórico de mudanças](${CHANGELOG_PATH}). ` +
         'Os códigos de erro estão em [/docs/erros](/docs/erros).',

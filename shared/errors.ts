@@ -26,19 +26,21 @@ export type Codigo =
   | 'indisponivel';
 
 /** Why a business rule refused (422): motivo, beside the codigo the contract gives. */
-export type Motivo =
-  | 'saldo_insuficiente'
-  | 'referencia_invalida'
-  | 'fora_do_multiplo'
-  | 'abaixo_do_minimo'
-  | 'transicao_invalida'
-  | 'preco_indisponivel'
-  | 'cotacao_nao_aprovada'
-  | 'valor_acima_do_maximo'
-  | 'valor_nao_aceito'
-  | 'sem_destino'
-  | 'sku_ambiguo'
-  | 'lote_recusado';
+export const MOTIVOS = [
+  'saldo_insuficiente',
+  'referencia_invalida',
+  'fora_do_multiplo',
+  'abaixo_do_minimo',
+  'transicao_invalida',
+  'preco_indisponivel',
+  'cotacao_nao_aprovada',
+  'valor_acima_do_maximo',
+  'valor_nao_aceito',
+  'sem_destino',
+  'sku_ambiguo',
+  'lote_recusado',
+] as const;
+export type Motivo = (typeof MOTIVOS)[number];
 
 export type CampoInvalido = { campo: string; mensagem: string };
 

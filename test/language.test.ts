@@ -1,12 +1,14 @@
 // One language for the reader (issue 18, item 12): every text a client reads is Brazilian
 // Portuguese. The OpenAPI document (summaries, descriptions, tags, headers, parameters, fields,
-// events), the event type catalog, the reference and error pages and the e-mails are checked here
+// events), the event type catalog, the reference and error pages, the integrator's guide and the
+// e-mails are checked here
 // for English prose (test/helpers/language.ts); every problem body any suite receives is checked by
 // the conformance check (test/helpers/conformance.ts).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { REDOC_TEXTS } from '../api/docs.ts';
+import { paginasDoGuia } from '../api/guia.ts';
 import { sql } from '../shared/db/pool.ts';
 import { criarEndpoint, desativarEndpoints } from '../shared/db/webhooks.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -77,6 +79,25 @@ test('the reference page, its Redoc labels and the error page are Portuguese', a
   for (const [from, to] of REDOC_TEXTS) {
     assert.ok(bundle.includes(to) && !bundle.includes(from), `Redoc renders ${to}, not ${from}`);
   }
+});
+
+// Code is not prose: the guide's snippets and code spans are left out, as the check leaves out `…`.
+const proseOf = (html: string) => pageText(html.replace(/<(pre|code)[\s\S]*?<\/\1>/g, ' '));
+
+test('every page of the integrator\'s guide, as served, reads as Portuguese', async () => {
+  const origin = new URL(app.baseUrl).origin;
+  const pages = paginasDoGuia();
+  assert.ok(pages.length >= 10, `${pages.length} pages`);
+  for (const { caminho } of pages) {
+    const res = await request(`${origin}${caminho}`);
+    assert.is(res.status, 200, caminho);
+    assert.match(res.text, '<html lang="pt-BR">', caminho);
+    const prose = proseOf(res.text);
+    assert.ok(prose.split(/\s+/).length > 150, `${caminho} has prose to check`);
+    assert.equal(englishWords(prose), [], caminho);
+  }
+  // The check would see English in the guide: its prose with code left in has words like "from" and "for".
+  assert.ok(pages.some((p) => englishWords(pageText(p.html)).length > 0), 'the snippets themselves are code, in English');
 });
 
 const Email = z.object({ kind: z.string(), subject: z.string(), body: z.string() });

@@ -40,7 +40,7 @@ export const Evento = z.object({
   dados: z.looseObject({ objeto: z.enum(OBJETOS) })
     .describe('Os campos de cada tipo estão em /tipos-de-evento e na seção de webhooks; campos novos podem aparecer sem aviso.'),
   url: z.string().nullable().describe('Endereço do recurso a consultar; null em webhook.teste.'),
-}).describe('O envelope do evento (contrato §6.1): o mesmo corpo, byte a byte, que as entregas de webhook levam.');
+}).describe('O envelope do evento ([guia: webhooks](/docs/guia/webhooks#a-entrega)): o mesmo corpo, byte a byte, que as entregas de webhook levam.');
 
 const Tentativa = z.object({
   entrega_id: Id.describe('A entrega (o evento para um endpoint) de que esta tentativa faz parte.'),
@@ -70,7 +70,7 @@ const Reenvio = z.object({
   evento_id: Id,
   entregas: z.array(Entrega).describe('As entregas do evento aos endpoints que o recebem: cada uma sai com o webhook-id original.'),
   entregas_por_hora: z.object({
-    limite: z.number().int().describe('Entregas de webhook por hora do plano (contrato §8.1), somando todos os endpoints da conta.'),
+    limite: z.number().int().describe('Entregas de webhook por hora do plano ([guia: limites](/docs/guia/limites)), somando todos os endpoints da conta.'),
     usadas: z.number().int().describe('Entregas feitas nesta hora (UTC), novas tentativas incluídas.'),
   }).describe('Acima do limite, as entregas esperam a hora seguinte; nenhuma se perde.'),
 });

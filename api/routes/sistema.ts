@@ -61,7 +61,7 @@ export const Conta = z.object({
     recusas_para_suspender: z.number().int().describe('Recusas seguidas por limite (429) que suspendem a chave.'),
     minutos: z.number().int().describe('Por quanto tempo a chave fica suspensa (403 chave suspensa).'),
     suspensoes_24h: z.number().int().describe('Quantas vezes esta chave foi suspensa nas últimas 24 horas.'),
-  }).describe('A regra de suspensão (contrato §8.4: uma requisição admitida zera a contagem de recusas) e as suspensões recentes desta chave.'),
+  }).describe('A regra de suspensão (uma requisição admitida zera a contagem de recusas; veja o [guia](/docs/guia/limites#suspensão)) e as suspensões recentes desta chave.'),
   uso: z.object({
     mes: z.string().regex(/^\d{4}-\d{2}$/),
     chamadas: z.number().int(),
@@ -80,7 +80,7 @@ const getConta = defineRoute({
   path: '/conta',
   tag: 'Sistema',
   summary: 'Mostra a conta, a chave e os limites',
-  description: 'A conta da chave, a própria chave, os tetos do plano (contrato §8.1), a regra de suspensão (20 recusas '
+  description: 'A conta da chave, a própria chave, os tetos do plano ([guia: limites](/docs/guia/limites)), a regra de suspensão (20 recusas '
     + 'seguidas por limite suspendem a chave por 15 minutos; o criador da chave recebe no máximo um e-mail por dia) e o '
     + 'uso do mês. Não custa nada no mês (1 na rajada e 1 leitura no minuto, como toda chamada): consulte antes de gastar.',
   scope: null,
