@@ -54,7 +54,7 @@ const ROOTS = ['api', 'worker', 'shared', 'sql', 'ops', 'test', 'bench', 'docs']
 const REPO_PATH = new RegExp(`(?<![\\w./@~$-])(?:${ROOTS.join('|')})/(?:[\\w*.-]+/?)*`, 'g');
 const RELATIVE_SHARED = /(?<![\w.])(?:\.\.\/)+shared\/[\w./-]*/g;
 const SECTION = /(?<![\w/.-])(README(?:\.md)?|BENCHMARKS\.md|CHANGELOG\.md|docs\/[\w./-]+\.md)[,:]?\s+"([^"\n]+)"/g;
-const MD_ANCHOR = /(?<![\w./-])((?:[\w.-]+\/)*[\w.-]+\.md)#([\w-]+)/g;
+const MD_ANCHOR = /(?<![\w./-])((?:[\w.-]+\/)*[\w.-]+\.md)#([\p{L}\p{N}_-]+)/gu;
 const MD_LINK = /\]\(([^)\s]+)\)/g;
 
 type Problem = { file: string; line: number; text: string; why: string };
