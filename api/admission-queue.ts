@@ -1,18 +1,18 @@
 // Admission in batches: every request waiting to be admitted goes to PostgreSQL in one round trip
-// (api_admit_batch), with the slot releases of the requests this process finished meanwhile. Each
-// request still gets exactly the decision it would get alone.
+// (api_admit, sql/code/admission.sql), with the slot releases of the requests this process finished
+// meanwhile. Each request still gets exactly the decision it would get alone.
 import { z } from 'zod';
 import { sql, type Pool } from '../shared/db/pool.ts';
 import type { Logger } from '../shared/log.ts';
 import { Batcher, isUnavailability } from './batcher.ts';
-import { AdmissionRow } from './admission-row.ts';
+import { admissionsOf, type AdmissionRow } from './admission-row.ts';
 import { RefusalCache } from './refusal-cache.ts';
-import type { Prova } from './admission-row.ts';
+import type { Prova, RegistroPedido } from './admission-row.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import type { LimitsBookkeeper, Releases } from './limits-bookkeeper.ts';
 import { settlementFor, type Charge } from './limits.ts';
 
-const BatchResult = z.object({ admissions: z.string() });
+const Answer = z.object({ admissions: z.string() });
 
 export type AdmissionRequest = {
   /** What shows the request may be a repetition, checked by admission before it charges (repetition.ts). */
@@ -24,6 +24,8 @@ export type AdmissionRequest = {
   /** Units of the month when not `custo` (capped at the burst for the other counters, never here). */
   custoMes?: number | null;
   classe: 'leitura' | 'escrita';
+  /** The record a GET of one record reads, read by admission with it when it is admitted. */
+  registro?: RegistroPedido | null;
 };
 
 export type AdmissionQueueDeps = { pool: Pool; breaker: CircuitBreaker; limits: LimitsBookkeeper; log: Logger };
@@ -63,11 +65,11 @@ export class AdmissionQueue {
    */
   async topUp(request: AdmissionRequest): Promise<AdmissionRow> {
     const { breaker, pool, limits } = this.#deps;
-    const answer = await breaker.run(() => pool.oneFirst(sql.type(z.object({ admission: z.string() }))`
-      SELECT api_admit_one(${sql.binary(request.tokenHash)}, ${request.escopo}, ${request.permissao}, ${request.custo},
-                           ${request.custoMes ?? null}, ${request.classe}, NULL, ${limits.holder},
-                           '{}'::uuid[], '{}'::uuid[], p_sem_vaga => true) AS admission`));
-    return AdmissionRow.parse(JSON.parse(answer));
+    const answer = await breaker.run(() => pool.oneFirst(sql.type(Answer)`
+      SELECT api_admit(ARRAY[${sql.binary(request.tokenHash)}::bytea], ARRAY[${request.escopo}::text], ARRAY[${request.permissao}::text],
+                       ARRAY[${request.custo}::int], ARRAY[${request.custoMes ?? null}::int], ARRAY[${request.classe}::text], NULL::jsonb,
+                       ${limits.holder}::text, '{}'::uuid[], '{}'::uuid[], p_sem_vaga => true) AS admissions`));
+    return admissionsOf(answer, 1)[0] as AdmissionRow;
   }
 
   async #send(batch: AdmissionRequest[]): Promise<AdmissionRow[]> {
@@ -75,7 +77,7 @@ export class AdmissionQueue {
     const releases = limits.takeReleases();
     let work: Promise<string> | null = null;
     try {
-      return parseRows(await breaker.run(() => (work = this.#query(batch, releases))), batch.length);
+      return admissionsOf(await breaker.run(() => (work = this.#query(batch, releases))), batch.length);
     } catch (error) {
       // A 503 may leave the statement running, to commit later; any other error is the statement's
       // own, and nothing of it committed.
@@ -87,15 +89,16 @@ export class AdmissionQueue {
 
   #query(batch: AdmissionRequest[], releases: Releases): Promise<string> {
     const column = <T>(pick: (r: AdmissionRequest) => T) => batch.map(pick);
-    // A named prepared statement: parsed and planned once per connection. The answer is one json
-    // text (parsed natively) rather than rows of 22 columns each.
-    return this.#deps.pool.oneFirst(sql.prepared('api_admit_batch', BatchResult)`
-      SELECT api_admit_batch(
+    // A named prepared statement: parsed and planned once per connection. The answer is one text,
+    // a line per request, rather than rows of 22 columns each.
+    return this.#deps.pool.oneFirst(sql.prepared('api_admit', Answer)`
+      SELECT api_admit(
         ${sql.array(column((r) => `\\x${r.tokenHash.toString('hex')}`), 'text')}::bytea[],
         ${sql.array(column((r) => r.escopo), 'text')}, ${sql.array(column((r) => r.permissao), 'text')},
         ${sql.array(column((r) => r.custo), 'int4')}, ${sql.array(column((r) => r.custoMes ?? null), 'int4')},
         ${sql.array(column((r) => r.classe), 'text')},
-        ${sql.jsonb(column((r) => r.prova ?? null))}, ${this.#deps.limits.holder}, ${sql.array(releases.contas, 'uuid')}, ${sql.array(releases.chaves, 'uuid')}
+        ${sql.jsonb(batch.some((r) => r.prova) ? column((r) => r.prova ?? null) : null)}, ${this.#deps.limits.holder}, ${sql.array(releases.contas, 'uuid')}, ${sql.array(releases.chaves, 'uuid')},
+        false, ${sql.array(column((r) => r.registro?.tabela ?? null), 'text')}, ${sql.array(column((r) => r.registro?.id ?? null), 'uuid')}
       ) AS admissions`);
   }
 
@@ -109,7 +112,7 @@ export class AdmissionQueue {
     const { limits, log } = this.#deps;
     work.then(
       (json) => {
-        const rows = parseRows(json, batch.length);
+        const rows = admissionsOf(json, batch.length);
         rows.forEach((row, i) => {
           const request = batch[i];
           if (row.outcome !== 'ok' || !row.conta_id || !row.chave_id || !request) return;
@@ -140,10 +143,4 @@ export function chargeOf(request: AdmissionRequest, row: AdmissionRow): Charge {
     month: repeticao ? 0 : (request.custoMes ?? units),
     repeticao,
   };
-}
-
-function parseRows(json: string, expected: number): AdmissionRow[] {
-  const rows = z.array(AdmissionRow).parse(JSON.parse(json));
-  if (rows.length !== expected) throw new Error(`api_admit_batch answered ${rows.length} admissions for ${expected} requests`);
-  return rows;
 }

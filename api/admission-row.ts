@@ -11,6 +11,9 @@ export type Prova =
   | { tabela: string; id: string; versoes: number[] }
   | { provisoria: true };
 
+/** A record a GET of one record asks admission to read with it (sql/code/representacoes.sql). */
+export type RegistroPedido = { tabela: string; id: string };
+
 // A refusal carries only what it needs (a 401 nothing but its outcome): absent means null.
 const maybe = <T extends z.ZodType>(type: T) => type.nullable().default(null);
 const int = maybe(z.number().int());
@@ -32,5 +35,54 @@ export const AdmissionRow = z.object({
   rajada_q: int, rajada_w: int, rajada_r: int, rajada_t: int,
   minuto_q: int, minuto_r: int, minuto_t: int,
   mes_q: int, mes_r: int, mes_t: int,
+  /** The record a GET of one record asked admission to read (null: the account has none); absent when none was asked. */
+  registro: z.object({ versao: z.number().int(), corpo: z.string() }).nullable().optional(),
 });
 export type AdmissionRow = z.infer<typeof AdmissionRow>;
+
+// The fields of one line of api_admit's answer, in their order (sql/code/admission_rules.sql,
+// admission_answer): read by position, with no schema pass, since the database wrote them.
+const TEXT_FIELDS = ['outcome', 'reason', 'conta_id', 'chave_id', 'usuario_id', 'plano_id'] as const;
+const INT_FIELDS = [
+  'rajada_q', 'rajada_w', 'rajada_r', 'rajada_t', 'minuto_q', 'minuto_r', 'minuto_t', 'mes_q', 'mes_r', 'mes_t',
+] as const;
+
+const intOrNull = (field: string | undefined) => (field ? Number(field) : null);
+
+const FIELDS = 22;
+
+/** One line of api_admit's answer as an admission row. */
+export function admissionOf(line: string): AdmissionRow {
+  // A record read with the request follows the fields: its version, then its body (JSON, which may
+  // hold a "|"), the rest of the line.
+  let end = -1;
+  for (let n = 0; n <= FIELDS && end < line.length; n++) {
+    end = line.indexOf('|', end + 1);
+    if (end < 0) break;
+  }
+  const f = (end < 0 ? line : line.slice(0, end)).split('|');
+  const row = { outcome: f[0] } as Record<string, unknown>;
+  TEXT_FIELDS.forEach((name, i) => { if (i > 0) row[name] = f[i] || null; });
+  row.permissoes = f.length > 6 ? (f[6] ? (f[6] as string).split(',') : []) : null;
+  row.retry_after = intOrNull(f[7]);
+  row.repeticao = f.length > 8 ? f[8] === 't' : null;
+  const suspended = intOrNull(f[9]);
+  row.suspended_until = suspended === null ? null : new Date(suspended).toISOString();
+  const window = intOrNull(f[10]);
+  row.window_start = window === null ? null : new Date(window * 1000).toISOString();
+  row.mes = f[11] || null;
+  INT_FIELDS.forEach((name, i) => { row[name] = intOrNull(f[12 + i]); });
+  row.slot_held = row.outcome === 'ok' ? true : row.outcome === 'limite_excedido' ? false : null;
+  if (end >= 0) {
+    const versao = f[FIELDS];
+    row.registro = versao ? { versao: Number(versao), corpo: line.slice(end + 1) } : null;
+  }
+  return row as AdmissionRow;
+}
+
+/** api_admit's answer, one row per request in their order. */
+export function admissionsOf(text: string, expected: number): AdmissionRow[] {
+  const rows = text === '' ? [] : text.split('\n').map(admissionOf);
+  if (rows.length !== expected) throw new Error(`api_admit answered ${rows.length} admissions for ${expected} requests`);
+  return rows;
+}

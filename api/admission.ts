@@ -9,10 +9,17 @@ import type { AdmissionRow } from './admission-row.ts';
 import { minuteClass, rateLimitHeaders, type Charge } from './limits.ts';
 import type { Caller } from './caller.ts';
 import type { Cost } from './cost.ts';
-import type { Prova } from './admission-row.ts';
+import type { Prova, RegistroPedido } from './admission-row.ts';
 import type { AnyRoute } from './routes/types.ts';
 
-export type Admitted = { ok: true; caller: Caller; charge: Charge; headers: Record<string, string> };
+/** A record read with the request (sql/code/representacoes.sql): its version and body, or null when the account has none. */
+export type Registro = { versao: number; corpo: string } | null;
+
+export type Admitted = {
+  ok: true; caller: Caller; charge: Charge; headers: Record<string, string>;
+  /** The record the request asked admission to read; undefined when it asked for none. */
+  registro?: Registro;
+};
 export type Refused = {
   ok: false;
   error: ApiError;
@@ -29,6 +36,7 @@ export async function admit(
   route: AnyRoute,
   cost: Cost,
   prova: Prova | null = null,
+  registro: RegistroPedido | null = null,
 ): Promise<Admitted | Refused> {
   const token = tokenDoCabecalho(authorization);
   if (!token) return refused(naoAutenticado(), null, {});
@@ -40,6 +48,7 @@ export async function admit(
     custoMes: cost.mes ?? null,
     classe: minuteClass(cost),
     prova,
+    registro,
   };
   return decided(request, await queue.admit(request), route);
 }
@@ -70,7 +79,7 @@ function decided(request: AdmissionRequest, row: AdmissionRow, route: AnyRoute):
     const suspendedUntil = row.outcome === 'limite_excedido' && row.suspended_until ? new Date(row.suspended_until) : null;
     return refused(error, caller, headers, suspendedUntil);
   }
-  return { ok: true, caller, headers, charge: chargeOf(request, row) };
+  return { ok: true, caller, headers, charge: chargeOf(request, row), ...(row.registro !== undefined ? { registro: row.registro } : {}) };
 }
 
 function refused(error: ApiError, caller: Caller | null, headers: Record<string, string>, suspendedUntil: Date | null = null): Refused {

@@ -13,7 +13,7 @@ import type { Caller } from './caller.ts';
 import { settlementFor, type Billing, type Charge } from './limits.ts';
 import { jsonBytes } from './compression.ts';
 import { conditionalPage, isConditionalList } from './conditional-list.ts';
-import { provaOf, resourceOf } from './repetition.ts';
+import { provaOf, registroOf, resourceOf } from './repetition.ts';
 import { requestState, type RequestState } from './request-state.ts';
 import { writeProblem, writeReply } from './respond.ts';
 import type { AnyRoute, Deps, Reply, RouteContext } from './routes/types.ts';
@@ -35,8 +35,9 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   // answered after admission, like on any route.
   const early = route.costOfBody ? await settledBody(req, state) : undefined;
   const cost = route.costOfBody && early && 'body' in early ? route.costOfBody(early.body) : route.cost(url.searchParams);
-  const prova = provaOf(route, (req.params ?? {}) as Record<string, string>, req.headers);
-  const admission = await admit(deps.admissions, req.headers.authorization, route, cost, prova);
+  const rawParams = (req.params ?? {}) as Record<string, string>;
+  const admission = await admit(deps.admissions, req.headers.authorization, route, cost, provaOf(route, rawParams, req.headers),
+    registroOf(route, rawParams));
   state.caller = admission.caller;
   Object.assign(state.headers, admission.headers);
   if (!admission.ok) {
@@ -62,6 +63,7 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
     caller: admission.caller,
     deps,
     repeticao: admission.charge.repeticao,
+    ...(admission.registro !== undefined ? { registro: admission.registro } : {}),
     db: deps.pool,
   };
   const answered = route.once ? await runOnce(route.once, ctx, keyed, state)

@@ -5,7 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { IF_NONE_MATCH_MAX, versionsIn } from './etag.ts';
 import { parseIdempotencyKey } from './idempotency.ts';
-import type { Prova } from './admission-row.ts';
+import type { Prova, RegistroPedido } from './admission-row.ts';
 import type { AnyRoute } from './routes/types.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -34,4 +34,11 @@ export function provaOf(route: AnyRoute, params: Record<string, string>, headers
   if (!params.id) return null;
   const versoes = versionsIn(ifNoneMatch, params.id.toLowerCase(), route.conditional.variantes ?? ['']);
   return versoes === null ? null : { tabela: route.conditional.tabela, id: params.id, versoes };
+}
+
+/** The record a GET of one record asks admission to read with it, when PostgreSQL builds its representation and the id is well formed. */
+export function registroOf(route: AnyRoute, params: Record<string, string>): RegistroPedido | null {
+  const conditional = route.conditional;
+  if (route.method !== 'GET' || !conditional || !('tabela' in conditional) || !conditional.representado) return null;
+  return params.id && UUID.test(params.id) ? { tabela: conditional.tabela, id: params.id } : null;
 }

@@ -44,7 +44,7 @@ try {
     results.push([name, r]);
     return r;
   };
-  // One request at a time on a quiet machine (DESIGN §3.3), before the loads leave PostgreSQL busy
+  // One request at a time on a quiet machine (docs/decisions/0012-admission-in-one-batched-round-trip.md), before the loads leave PostgreSQL busy
   // with their aftermath (autovacuum, checkpoints); timed here to the microsecond (autocannon
   // reports whole milliseconds).
   const quietHello = await sequential(`${bare.url}/hello`, {});

@@ -114,8 +114,9 @@ async function breakdown(): Promise<Record<string, number>> {
   };
   for (let i = 0; i < 300; i++) {
     const body = { tipo: 'entrada' as const, variacao_id: alvo.variacoes[i % VARIATIONS_PER_ACCOUNT] ?? '', quantidade: 1, motivo: 'outro' as const };
-    await time('admission of one request (api_admit_batch → api_admit_one)', () => pool.query(sql.unsafe`
-      SELECT * FROM api_admit(${sql.binary(hashToken(alvo.token))}, 'estoque:escrever', 'estoque_produtos.movimentar', 2, 'escrita', 'bench', ${sql.array([], 'uuid')})`));
+    await time('admission of one request (api_admit)', () => pool.query(sql.unsafe`
+      SELECT api_admit(ARRAY[${sql.binary(hashToken(alvo.token))}::bytea], ARRAY['estoque:escrever'], ARRAY['estoque_produtos.movimentar'], ARRAY[2],
+                       ARRAY[NULL::int], ARRAY['escrita'], NULL, 'bench', ${sql.array([], 'uuid')}, ${sql.array([], 'uuid')})`));
     const pedido = { ...body, contaId: alvo.contaId, chaveId: alvo.chaveId, chave: { key: randomUUID(), route: 'POST /estoque/movimentos', hash: bodyHash(body) } };
     await time('movement with its key (api_estoque_movimentar_lote of one)', () =>
       pool.query(sql.unsafe`SELECT (${movimentosEmLote([pedido])})::text`));

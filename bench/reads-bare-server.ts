@@ -10,8 +10,6 @@ import pg from 'pg';
 import postgres from 'postgres';
 import restify from 'restify';
 import { RateLimiterPostgres, RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { lerPedido } from '../shared/db/pedidos.ts';
-import type { Db } from '../shared/db/pool.ts';
 
 const STORE = process.env.RATE_LIMIT_STORE;
 const DRIVER = process.env.SQL_DRIVER ?? 'pg';
@@ -38,17 +36,10 @@ async function limiter(): Promise<RateLimiterAbstract> {
   throw new Error(`RATE_LIMIT_STORE must be redis or postgres, not ${STORE}`);
 }
 
-// lerPedido's statement, taken from it rather than copied (so the two cannot drift apart).
-let SELECT_ORDER = '';
-await lerPedido({
-  maybeOne: async (query: { sql: string }) => {
-    // slonik's placeholders ($slonik_1) are numbered ones ($1) by the time slonik sends them.
-    SELECT_ORDER = query.sql.replace(/\$slonik_(\d+)/g, '$$$1');
-    return null;
-  },
-} as unknown as Db, '', '');
+// The service's statement for an order, as a caller holding custos.ver reads it.
+const SELECT_ORDER = "SELECT versao, corpo FROM pedido_representacao($1, $2, '{custos.ver}')";
 
-/** The order's row, or undefined: its statement parsed and planned once per connection. */
+/** The order's version and body, or undefined: its statement parsed and planned once per connection. */
 function orderReader(): (conta: string, id: string) => Promise<unknown> {
   if (DRIVER === 'pg') {
     return async (conta, id) => (await pool.query({ name: 'ler_pedido', text: SELECT_ORDER, values: [conta, id] })).rows[0];
@@ -76,9 +67,9 @@ server.get('/pedidos/:conta/:id', async (req: restify.Request, res: restify.Resp
     res.sendRaw(refusal instanceof Error ? 503 : 429, '{}', { 'Content-Type': 'application/json' });
     return;
   }
-  const row = await readOrder(req.params.conta, req.params.id);
+  const row = await readOrder(req.params.conta, req.params.id) as { corpo: string } | undefined;
   if (!row) return res.sendRaw(404, '{}', { 'Content-Type': 'application/json' });
-  res.sendRaw(200, JSON.stringify(row), { 'Content-Type': 'application/json' });
+  res.sendRaw(200, row.corpo, { 'Content-Type': 'application/json' });
 });
 server.listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');
 process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));

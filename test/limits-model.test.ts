@@ -1,7 +1,7 @@
 // Admission against a reference model (test/helpers/admission-model.ts): random sequences of
-// requests of every cost and class, from three keys of two accounts and an unknown one, alone
-// (api_admit_one, or api_admit_many with one request) and in batches that mix accounts
-// (api_admit_many), with slots given back, repetitions known before charging (a completed
+// requests of every cost and class, from three keys of two accounts and an unknown one, alone or
+// beside an unknown key's request, and in batches that mix accounts (sql/code/admission.sql,
+// api_admit), with slots given back, repetitions known before charging (a completed
 // Idempotency-Key, an ETag of the current version) and found only after (settled as the web
 // process settles them), and time moved; every answer and, after every step, each account's month and e-mails are
 // compared with the model. Each sequence runs in one transaction (the database's clock stands
@@ -16,10 +16,10 @@ import { chargeOf } from '../api/admission-queue.ts';
 import { AdmissionRow } from '../api/admission-row.ts';
 import { settlementFor } from '../api/limits.ts';
 import { sql, type Tx } from '../shared/db/pool.ts';
-import { hashToken } from '../shared/domain/chaves.ts';
 import { AdmissionModel, type Answer, type Classe, type Holder, type Plan, type Request } from './helpers/admission-model.ts';
 import type { Prova } from '../api/admission-row.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { admitBatch, type BatchItem } from './helpers/limits.ts';
 import { addKey, createAccount, createPlan } from './helpers/fixtures.ts';
 import { seededRuns } from './helpers/seeded.ts';
 
@@ -74,28 +74,24 @@ function answerOf(row: z.infer<typeof Row>, nowMs: number): Answer {
   return answer;
 }
 
-const nullable = <T>(a: T[]) => a as (T | null)[];
-
 type Sent = Request & { prova?: Prova | null };
 
-/** One call of admission as a web process makes it: its requests, and the slots it gives back. */
-async function callAdmission(real: Real, requests: Sent[], holder: Process, path: 'one' | 'many'): Promise<z.infer<typeof Row>[]> {
-  const releases = holder === 'live' ? real.finished.splice(0) : [];
-  const hashes = requests.map((r) => `\\x${hashToken(r.key === null ? `chv_desconhecida_${randomBytes(8).toString('hex')}` : real.tokens[r.key] ?? '').toString('hex')}`);
-  const escopos = nullable(requests.map((r) => (r.escopoAusente ? 'escopo:ausente' : 'catalogo:ler')));
-  const args = sql.fragment`${sql.array(releases.map((r) => r.contaId), 'uuid')}, ${sql.array(releases.map((r) => r.chaveId), 'uuid')}`;
-  const text = path === 'one'
-    ? `[${await real.tx.oneFirst(sql.type(z.object({ a: z.string() }))`
-        SELECT api_admit_one(${sql.binary(Buffer.from((hashes[0] ?? '').slice(2), 'hex'))}, ${escopos[0] ?? null}, NULL,
-                             ${requests[0]?.custo ?? 1}, ${requests[0]?.custoMes ?? null}, ${requests[0]?.classe ?? 'leitura'},
-                             ${requests[0]?.prova ? sql.jsonb(requests[0].prova) : null}, ${HOLDERS[holder]}, ${args}) AS a`)}]`
-    : await real.tx.oneFirst(sql.type(z.object({ a: z.string() }))`
-        SELECT api_admit_many(${sql.array(hashes, 'text')}::bytea[], ${sql.array(escopos, 'text')},
-                              ${sql.array(requests.map(() => null), 'text')}, ${sql.array(requests.map((r) => r.custo), 'int4')},
-                              ${sql.array(requests.map((r) => r.custoMes ?? null), 'int4')},
-                              ${sql.array(requests.map((r) => r.classe), 'text')}, ${sql.jsonb(requests.map((r) => r.prova ?? null))},
-                              ${HOLDERS[holder]}, ${args})::text AS a`);
-  return z.array(Row).parse(JSON.parse(text));
+/**
+ * One call of admission as a web process makes it: its requests, and the slots it gives back. A
+ * single request goes alone ('one') or after an unknown key's request ('many').
+ */
+async function callAdmission(real: Real, requests: Sent[], holder: Process, path: 'one' | 'many', semVaga = false): Promise<z.infer<typeof Row>[]> {
+  const releases = holder === 'live' && !semVaga ? real.finished.splice(0) : [];
+  const unknown = () => `chv_desconhecida_${randomBytes(8).toString('hex')}`;
+  const items: BatchItem[] = requests.map((r) => ({
+    token: r.key === null ? unknown() : real.tokens[r.key] ?? '',
+    escopo: r.escopoAusente ? 'escopo:ausente' : 'catalogo:ler', custo: r.custo, custoMes: r.custoMes ?? null, classe: r.classe,
+    prova: r.prova ?? null,
+  }));
+  const padded = path === 'many' && items.length === 1;
+  const rows = await admitBatch(real.tx, padded ? [{ token: unknown() }, ...items] : items,
+    { holder: HOLDERS[holder], release: releases, semVaga });
+  return (padded ? rows.slice(1) : rows).map((row) => Row.parse(row));
 }
 
 /** After every step: each account's calls this month, and the e-mails its suspensions sent. */
@@ -349,10 +345,8 @@ class ListPoll implements Cmd {
     if (this.changed) {
       const rest: Request = { ...req, custo: this.custo - 1, custoMes: this.custo };
       const topExpected = model.admit(rest, 'none');
-      const topped = await real.tx.oneFirst(sql.type(z.object({ a: z.string() }))`
-        SELECT api_admit_one(${sql.binary(hashToken(real.tokens[this.key] ?? ''))}, 'catalogo:ler', NULL, ${rest.custo}, ${this.custo},
-                             'leitura', NULL, ${HOLDERS.live}, '{}'::uuid[], '{}'::uuid[], p_sem_vaga => true) AS a`);
-      compare([Row.parse(JSON.parse(topped))], [{ ...topExpected, slot_held: topExpected.outcome === 'ok' }], `${this.toString()} top-up`, real, model);
+      const topped = await callAdmission(real, [rest], 'live', 'one', true);
+      compare(topped, [{ ...topExpected, slot_held: topExpected.outcome === 'ok' }], `${this.toString()} top-up`, real, model);
       if (topExpected.outcome === 'ok') reached.add('lista completada');
     }
     endRequest(model, real, this.key);

@@ -1,18 +1,21 @@
-// A request admitted alone takes api_admit_one; a batch takes api_admit_many (sql/code/admission_*.sql).
-// Both must give the same decision, the same answer and leave the same counters: every scenario below runs
-// through each path in turn, inside one transaction (one instant of the database clock) and
-// between savepoints, and the two runs are compared whole.
+// A request is decided the same alone as in a batch with other requests (sql/code/admission.sql,
+// api_admit): the same decision, the same answer and the same counters afterwards. Every scenario below
+// runs twice, inside one transaction (one instant of the database clock) and between savepoints: each
+// call alone, then each call in a batch between an unknown key's request and a bystander account's;
+// the two runs are compared whole.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { sql, type Tx } from '../shared/db/pool.ts';
-import { hashToken } from '../shared/domain/chaves.ts';
 import type { Prova } from '../api/admission-row.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { admitBatch, type BatchItem } from './helpers/limits.ts';
 import { addKey, createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 
 const test = suite('limits: one request alone and in a batch, the same decision');
 let db: TestDatabase;
+/** An account of its own, whose requests share the batches of the 'many' path. */
+let bystander: TestAccount;
 
 test.before(async () => {
   db = await createTestDatabase();
@@ -21,6 +24,7 @@ test.before(async () => {
     rajada: 6, rajada_recarga_por_segundo: 1, leituras_por_minuto: 5, escritas_por_minuto: 3,
     chamadas_por_mes: 4000, simultaneas_por_chave: 2, simultaneas_por_conta: 3, chaves_ativas: 5,
   });
+  bystander = await createAccount(db.pool);
 });
 test.after(async () => db.close());
 
@@ -38,21 +42,14 @@ type Call = {
 };
 
 async function admit(tx: Tx, path: Path, call: Call): Promise<unknown> {
-  const release = call.release ?? [];
-  const args = sql.join([
-    sql.binary(hashToken(call.token)), call.escopo ?? null, call.permissao ?? null, call.custo ?? 1, call.custoMes ?? null, call.classe ?? 'leitura',
-    call.prova ? sql.jsonb(call.prova) : null, call.holder ?? 'test', sql.array(release.map((r) => r.contaId), 'uuid'), sql.array(release.map((r) => r.chaveId), 'uuid'),
-  ], sql.fragment`, `);
-  const manyArgs = sql.join([
-    sql.fragment`ARRAY[${sql.binary(hashToken(call.token))}]::bytea[]`, sql.fragment`ARRAY[${call.escopo ?? null}::text]`,
-    sql.fragment`ARRAY[${call.permissao ?? null}::text]`, sql.fragment`ARRAY[${call.custo ?? 1}::int]`, sql.fragment`ARRAY[${call.custoMes ?? null}::int]`,
-    sql.fragment`ARRAY[${call.classe ?? 'leitura'}::text]`, sql.jsonb([call.prova ?? null]), call.holder ?? 'test',
-    sql.array(release.map((r) => r.contaId), 'uuid'), sql.array(release.map((r) => r.chaveId), 'uuid'),
-  ], sql.fragment`, `);
-  const text = path === 'one'
-    ? await tx.oneFirst(sql.type(z.object({ a: z.string() }))`SELECT api_admit_one(${args}) AS a`)
-    : await tx.oneFirst(sql.type(z.object({ a: z.string() }))`SELECT (api_admit_many(${manyArgs})::json -> 0)::text AS a`);
-  return JSON.parse(String(text));
+  const item: BatchItem = {
+    token: call.token, custo: call.custo ?? 1, custoMes: call.custoMes ?? null, classe: call.classe ?? 'leitura',
+    escopo: call.escopo ?? null, permissao: call.permissao ?? null, prova: call.prova ?? null,
+  };
+  const options = { holder: call.holder ?? 'test', release: call.release ?? [] };
+  if (path === 'one') return (await admitBatch(tx, [item], options))[0];
+  const unknown: BatchItem = { token: 'pft_ninguem' };
+  return (await admitBatch(tx, [unknown, item, { token: bystander.token }], options))[1];
 }
 
 /** Every counter and key state admission writes, for the accounts given. */

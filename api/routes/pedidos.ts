@@ -3,7 +3,8 @@
 // and only when the key's creator holds custos.ver; absent otherwise, never null. Orders change
 // situacao in the application, not here.
 import { z } from 'zod';
-import { criarPedido, lerPedido, listarPedidos, type PedidoRow } from '../../shared/db/pedidos.ts';
+import { criarPedido, listarPedidos } from '../../shared/db/pedidos.ts';
+import { lerRepresentacao } from '../../shared/db/representacoes.ts';
 import type { Db } from '../../shared/db/pool.ts';
 import { PERMISSAO_CUSTOS } from '../../shared/domain/acesso.ts';
 import {
@@ -19,7 +20,8 @@ import { escopoInsuficiente, naoEncontrado } from '../../shared/errors.ts';
 import { idempotencyHeaders } from '../idempotency.ts';
 import { replayHeaders } from '../openapi.ts';
 import { Dia, ReferenciaExterna, referenciasLidas, referenciasNovas } from '../fields.ts';
-import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { conditionalList, listResponses, envelope, jsonPage, listCost, listQuery } from '../lists.ts';
+import { cutPage } from '../../shared/db/paging.ts';
 import { Centavos, DataHora, Id, NomeItem, Quantidade } from './cotacoes-campos.ts';
 import { exemploNovoPedido, exemploPedido, exemploPedidoEstoque } from './exemplos.ts';
 import type { Caller } from '../caller.ts';
@@ -59,16 +61,13 @@ export const Pedido = z.object({
 
 const verCustos = (caller: Caller) => caller.permissoes.includes(PERMISSAO_CUSTOS);
 
-function apresentar({ row_version: _v, valor_centavos, ...pedido }: PedidoRow, custos: boolean) {
-  return pedido.tipo === 'cliente' && custos && valor_centavos !== null ? { ...pedido, valor_centavos } : pedido;
-}
-
 const PEDIDO_AUSENTE = 'O pedido de produção não existe nesta conta.';
 
-async function lerOu404(db: Db, contaId: string, id: string): Promise<PedidoRow> {
-  const row = await lerPedido(db, contaId, id);
-  if (!row) throw naoEncontrado(PEDIDO_AUSENTE);
-  return row;
+/** The order as this caller reads it, for a reply of its own (a creation, a repetition). */
+async function representado(db: Db, caller: Caller, id: string): Promise<string> {
+  const pedido = await lerRepresentacao(db, 'pedidos_producao', caller.contaId, id, caller.permissoes);
+  if (!pedido) throw naoEncontrado(PEDIDO_AUSENTE);
+  return pedido.corpo;
 }
 
 const listPedidos = defineRoute({
@@ -91,9 +90,8 @@ const listPedidos = defineRoute({
   ...conditionalList,
   responses: listResponses('Uma página de pedidos de produção, do mais antigo ao mais novo.', envelope(Pedido), { dados: [exemploPedido], proximo_cursor: null }),
   handler: async ({ caller, query, db }) => {
-    const custos = verCustos(caller);
-    const rows = await listarPedidos(db, caller.contaId, query);
-    return { status: 200, body: toPage(rows, query, ({ cursor_ts: _c, ...row }) => apresentar(row, custos)) };
+    const page = cutPage(await listarPedidos(db, caller.contaId, query, caller.permissoes), query.limite);
+    return { status: 200, json: jsonPage(page.rows.map((row) => row.corpo), page.next, query) };
   },
 });
 
@@ -111,11 +109,10 @@ const getPedido = defineRoute({
   scope: 'pedidos:ler',
   permission: 'producao.ver',
   ...umRegistro({
-    conditional: { tabela: 'pedidos_producao', variantes: VARIANTES }, descricao: 'O pedido de produção.', schema: Pedido, exemplo: exemploPedido,
-    ler: lerPedido, ausente: PEDIDO_AUSENTE, versao: (row) => row.row_version,
+    representado: true, conditional: { tabela: 'pedidos_producao', variantes: VARIANTES }, descricao: 'O pedido de produção.',
+    schema: Pedido, exemplo: exemploPedido, ausente: PEDIDO_AUSENTE,
     // Callers with and without custos.ver see different bodies: the tag tells them apart.
     variante: (caller) => VARIANTES[verCustos(caller) ? 0 : 1],
-    apresentar: (row, caller) => apresentar(row, verCustos(caller)),
   }),
 });
 
@@ -180,7 +177,7 @@ const createPedido = defineRoute({
       example: exemploPedidoEstoque,
     },
   },
-  replay: async ({ caller, db }, id) => apresentar(await lerOu404(db, caller.contaId, id), verCustos(caller)),
+  replay: async ({ caller, db }, id) => JSON.parse(await representado(db, caller, id)),
   handler: async ({ caller, body, db }) => {
     if (body.valor_centavos != null && !verCustos(caller)) {
       throw escopoInsuficiente(`valor_centavos é dado de custo: quem criou a chave precisa da permissão ${PERMISSAO_CUSTOS}.`);
@@ -202,7 +199,7 @@ const createPedido = defineRoute({
         return { tipo: 'avulso', nome: item.nome, quantidade: item.quantidade };
       }),
     });
-    return { status: 201, body: apresentar(await lerOu404(db, caller.contaId, id), verCustos(caller)), resourceId: id };
+    return { status: 201, json: await representado(db, caller, id), resourceId: id };
   },
 });
 

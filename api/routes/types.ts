@@ -8,6 +8,7 @@ import type { Db, Pool } from '../../shared/db/pool.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { CircuitBreaker } from '../breaker.ts';
 import type { AdmissionQueue } from '../admission-queue.ts';
+import type { Registro } from '../admission.ts';
 import type { DocumentCache } from '../document-cache.ts';
 import type { BatchedWrite, WriteQueue } from '../write-queue.ts';
 import type { Claim, KeyedRequest } from '../idempotency.ts';
@@ -69,6 +70,11 @@ export type RouteContext<P, Q, H, B> = {
    */
   repeticao: boolean;
   /**
+   * For a GET of a record whose representation PostgreSQL builds: the record, read by admission with
+   * the request (null: the caller's account has none). Undefined when admission did not read it.
+   */
+  registro?: Registro;
+  /**
    * Where the handler's queries go: for a POST, the transaction the pipeline opened (the change,
    * its events and its idempotency record commit together, with app.via = 'api' and app.chave_id
    * set for the triggers); for a GET, the pool.
@@ -129,6 +135,11 @@ export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined,
       tabela: 'produtos' | 'cotacoes' | 'pedidos_producao' | 'outbox' | 'estoque_movimentos';
       /** The variants its ETags are made with (etagFor's third argument): [''] when there is one representation. */
       variantes?: readonly string[];
+      /**
+       * PostgreSQL builds the record's representation (sql/code/representacoes.sql): admission reads
+       * it with the request, which then needs no round trip of its own (RouteContext.registro).
+       */
+      representado?: true;
     }
     | { lista: true };
   /** For idempotent routes: the body of a repetition, the created resource read again by its id. */

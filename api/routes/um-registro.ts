@@ -1,29 +1,39 @@
-// What every GET of one record is (docs/decisions/0002-head-etags-and-compression.md): the id in
-// the path, the price of one resource, the record read in the caller's account (404 otherwise), and
-// a 200 with its strong ETag, or a bodiless 304 when If-None-Match names it; the record's table, so
+// What every GET of one record is (docs/decisions/0002-head-etags-and-compression.md): the id in the
+// path, the price of one resource, the record read in the caller's account (404 otherwise), and a
+// 200 with its strong ETag, or a bodiless 304 when If-None-Match names it; the record's table, so
 // that admission can tell a 304 before it charges. A 304 that admission already confirmed is
-// answered without reading the record.
+// answered without reading the record. A record whose representation PostgreSQL builds
+// (sql/code/representacoes.sql) comes with admission's answer and is sent as it came.
 import { z } from 'zod';
 import { naoEncontrado } from '../../shared/errors.ts';
 import type { Db } from '../../shared/db/pool.ts';
+import { lerRepresentacao } from '../../shared/db/representacoes.ts';
 import type { Caller } from '../caller.ts';
 import { oneResource } from '../cost.ts';
-import { conditionalHeaders, conditionalReply, etagFor, versionsIn } from '../etag.ts';
+import { conditionalHeaders, conditionalReply, etagFor, ifNoneMatchMatches, versionsIn } from '../etag.ts';
 import { etagHeaders } from '../openapi.ts';
 import type { Deps, Reply, RouteContext, RouteDef } from './types.ts';
 
 type Conditional = NonNullable<RouteDef<undefined, undefined, undefined, undefined>['conditional']>;
+type Ctx = RouteContext<{ id: string }, unknown, { 'if-none-match'?: string }, unknown>;
 
-export function umRegistro<S extends z.ZodType, R extends { id: string }>(lido: {
+/** How the record is read: built by PostgreSQL, or read and presented here. */
+type Leitura<R> =
+  | { representado: true }
+  | {
+    /** The record in the caller's account (and, where it matters, visible to the caller), or null. */
+    ler: (db: Db, contaId: string, id: string, caller: Caller) => Promise<R | null>;
+    versao: (registro: R) => number;
+    apresentar: (registro: R, caller: Caller, deps: Deps) => unknown;
+  };
+
+export function umRegistro<S extends z.ZodType, R extends { id: string }>(lido: Leitura<R> & {
   conditional: Conditional;
   descricao: string;
   schema: S;
   exemplo: unknown;
-  /** The record in the caller's account (and, where it matters, visible to the caller), or null. */
-  ler: (db: Db, contaId: string, id: string, caller: Caller) => Promise<R | null>;
   /** The 404's detail. */
   ausente: string;
-  versao: (registro: R) => number;
   /** Which of conditional.variantes this caller reads (a body that differs between callers). */
   variante?: (caller: Caller) => string;
   /**
@@ -31,25 +41,46 @@ export function umRegistro<S extends z.ZodType, R extends { id: string }>(lido: 
    * do not show): admission's version check does not know that, so a 304 always reads the record.
    */
   visivelPorChamador?: true;
-  apresentar: (registro: R, caller: Caller, deps: Deps) => unknown;
 }) {
+  const read = 'representado' in lido ? representado(lido.conditional, lido.ausente) : presented(lido, lido.ausente);
   return {
     cost: oneResource,
     params: z.object({ id: z.uuid() }),
-    conditional: lido.conditional,
+    conditional: 'representado' in lido && 'tabela' in lido.conditional ? { ...lido.conditional, representado: true as const } : lido.conditional,
     headers: conditionalHeaders,
     responses: {
       200: { description: lido.descricao, schema: lido.schema, headers: etagHeaders, example: lido.exemplo },
       304: { description: 'Nada mudou desde o ETag enviado; sem corpo e sem cobrança no mês.', headers: etagHeaders },
     },
-    handler: async ({ caller, params, headers, db, deps, repeticao }: RouteContext<{ id: string }, unknown, { 'if-none-match'?: string }, unknown>): Promise<Reply> => {
-      const confirmed = repeticao && !lido.visivelPorChamador ? confirmedTag(lido.conditional, headers['if-none-match'], params.id, lido.variante?.(caller) ?? '') : null;
+    handler: async (ctx: Ctx): Promise<Reply> => {
+      const variante = lido.variante?.(ctx.caller) ?? '';
+      const confirmed = ctx.repeticao && !lido.visivelPorChamador
+        ? confirmedTag(lido.conditional, ctx.headers['if-none-match'], ctx.params.id, variante) : null;
       if (confirmed) return { status: 304, headers: { ETag: confirmed }, billing: 'not_modified' };
-      const registro = await lido.ler(db, caller.contaId, params.id, caller);
-      if (!registro) throw naoEncontrado(lido.ausente);
-      const etag = etagFor(registro.id, lido.versao(registro), lido.variante?.(caller));
-      return conditionalReply(headers['if-none-match'], etag, () => lido.apresentar(registro, caller, deps));
+      return read(ctx, variante);
     },
+  };
+}
+
+/** A record PostgreSQL represents: from admission's answer, or read on its own. */
+function representado(conditional: Conditional, ausente: string) {
+  const tabela = 'tabela' in conditional ? conditional.tabela : '';
+  return async ({ caller, params, headers, db, registro }: Ctx, variante: string): Promise<Reply> => {
+    const lido = registro !== undefined ? registro : await lerRepresentacao(db, tabela, caller.contaId, params.id, caller.permissoes);
+    if (!lido) throw naoEncontrado(ausente);
+    const etag = etagFor(params.id.toLowerCase(), lido.versao, variante);
+    if (ifNoneMatchMatches(headers['if-none-match'], etag)) return { status: 304, headers: { ETag: etag }, billing: 'not_modified' };
+    return { status: 200, json: lido.corpo, headers: { ETag: etag } };
+  };
+}
+
+/** A record read and presented here. */
+function presented<R extends { id: string }>(lido: Extract<Leitura<R>, { ler: unknown }>, ausente: string) {
+  return async ({ caller, params, headers, db, deps }: Ctx, variante: string): Promise<Reply> => {
+    const registro = await lido.ler(db, caller.contaId, params.id, caller);
+    if (!registro) throw naoEncontrado(ausente);
+    const etag = etagFor(registro.id, lido.versao(registro), variante);
+    return conditionalReply(headers['if-none-match'], etag, () => lido.apresentar(registro, caller, deps));
   };
 }
 

@@ -3,7 +3,9 @@
 // transaction with origem 'tela', so pedido_producao.situacao_mudou says who made the change.
 import { z } from 'zod';
 import { comOrigem } from '../../shared/db/origem.ts';
-import { criarPedido, lerPedido } from '../../shared/db/pedidos.ts';
+import { criarPedido } from '../../shared/db/pedidos.ts';
+import { lerRepresentacao } from '../../shared/db/representacoes.ts';
+import { PERMISSOES } from '../../shared/domain/acesso.ts';
 import type { Pool } from '../../shared/db/pool.ts';
 import {
   criarEtapa,
@@ -17,10 +19,11 @@ import {
 import { ITEM_PEDIDO_SITUACOES, PAGAMENTO_SITUACOES, PRIORIDADES, SITUACOES_PEDIDO } from '../../shared/domain/producao.ts';
 import { defineCommand, UsageError, type Command } from '../command.ts';
 
+/** The order as the API represents it to a caller holding every permission, with its version. */
 async function mostrar(pool: Pool, contaId: string, id: string) {
-  const pedido = await lerPedido(pool, contaId, id);
+  const pedido = await lerRepresentacao(pool, 'pedidos_producao', contaId, id, PERMISSOES);
   if (!pedido) throw new UsageError(`no production order ${id} in account ${contaId}`);
-  return pedido;
+  return { ...JSON.parse(pedido.corpo), versao: pedido.versao };
 }
 
 export const producaoCommands: readonly Command[] = [

@@ -1,86 +1,29 @@
-// Queries on production orders: the representation of contract §2.1 (items and their stage name
-// in one round trip), the list, and creation with every reference checked against the account.
+// Queries on production orders: the list (each order as PostgreSQL represents it:
+// sql/code/pedidos.sql, pedido_representacao), and creation with every reference checked against the
+// account.
 import { z } from 'zod';
 import { regraRecusou } from '../errors.ts';
-import {
-  ITEM_PEDIDO_SITUACOES,
-  ITEM_PEDIDO_TIPOS,
-  PAGAMENTO_SITUACOES,
-  PEDIDO_ORIGENS,
-  PEDIDO_TIPOS,
-  PRIORIDADES,
-  SITUACOES_PEDIDO,
-  type PagamentoSituacao,
-} from '../domain/producao.ts';
+import type { PEDIDO_ORIGENS, PEDIDO_TIPOS, PRIORIDADES, SITUACOES_PEDIDO, PagamentoSituacao } from '../domain/producao.ts';
 import { pageClauses, type Posicao } from './paging.ts';
 import { sql, type Db } from './pool.ts';
 import { resolverVariacoes } from './referencias.ts';
 
-const ItemPedidoRow = z.object({
-  id: z.string(),
-  tipo: z.enum(ITEM_PEDIDO_TIPOS),
-  produto_id: z.string().nullable(),
-  variacao_id: z.string().nullable(),
-  nome: z.string(),
-  quantidade: z.number().int(),
-  situacao: z.enum(ITEM_PEDIDO_SITUACOES),
-  etapa: z.string().nullable(),
-});
-
-export const PedidoRow = z.object({
-  id: z.string(),
-  codigo: z.string(),
-  tipo: z.enum(PEDIDO_TIPOS),
-  origem: z.enum(PEDIDO_ORIGENS),
-  cotacao_id: z.string().nullable(),
-  cliente_nome: z.string().nullable(),
-  prazo: z.string().nullable(),
-  prioridade: z.enum(PRIORIDADES),
-  situacao: z.enum(SITUACOES_PEDIDO),
-  pagamento_situacao: z.enum(PAGAMENTO_SITUACOES).nullable(),
-  itens: z.array(ItemPedidoRow),
-  criado_em: z.string(),
-  atualizado_em: z.string(),
-  finalizado_em: z.string().nullable(),
-  valor_centavos: z.number().int().nullable(),
-  referencia_externa: z.string().nullable(),
-  metadados: z.record(z.string(), z.string()),
-  row_version: z.number().int(),
-});
-export type PedidoRow = z.infer<typeof PedidoRow>;
-const PedidoPageRow = PedidoRow.extend({ cursor_ts: z.string() });
-
-const colunas = sql.fragment`
-  p.id, p.codigo, p.tipo, p.origem, p.cotacao_id, p.cliente_nome, p.prazo, p.prioridade, p.situacao,
-  p.pagamento_situacao,
-  coalesce((SELECT json_agg(json_build_object(
-                     'id', i.id, 'tipo', i.tipo, 'produto_id', i.produto_id, 'variacao_id', i.variacao_id,
-                     'nome', i.nome, 'quantidade', i.quantidade, 'situacao', i.situacao, 'etapa', e.nome)
-                   ORDER BY i.posicao)
-              FROM pedido_itens i
-              LEFT JOIN etapas e ON e.conta_id = i.conta_id AND e.id = i.etapa_id
-             WHERE i.conta_id = p.conta_id AND i.pedido_id = p.id), '[]'::json) AS itens,
-  -- bigint would arrive as BigInt; money and versions stay far below 2^53.
-  p.criado_em, p.atualizado_em, p.finalizado_em, p.valor_centavos::float8 AS valor_centavos, p.referencia_externa, p.metadados,
-  p.row_version::float8 AS row_version`;
-
-export async function lerPedido(db: Db, contaId: string, id: string): Promise<PedidoRow | null> {
-  // A named statement: parsed and planned once per connection (a one-record read is a hot path).
-  return db.maybeOne(sql.prepared('ler_pedido', PedidoRow)`SELECT ${colunas} FROM pedidos_producao p WHERE p.conta_id = ${contaId} AND p.id = ${id}`);
-}
+/** A page of orders: each one's representation as PostgreSQL builds it (pedido_representacao), and its position. */
+const PedidoPageRow = z.object({ id: z.string(), cursor_ts: z.string(), corpo: z.string() });
 
 export type FiltroPedidos = {
   limite: number;
   cursor?: Posicao;
   atualizado_desde?: string;
-  situacao?: PedidoRow['situacao'];
-  tipo?: PedidoRow['tipo'];
-  prioridade?: PedidoRow['prioridade'];
+  situacao?: (typeof SITUACOES_PEDIDO)[number];
+  tipo?: (typeof PEDIDO_TIPOS)[number];
+  prioridade?: (typeof PRIORIDADES)[number];
   cotacao_id?: string;
   referencia_externa?: string;
 };
 
-export async function listarPedidos(db: Db, contaId: string, filtro: FiltroPedidos) {
+/** A page of the account's orders, as a caller with these permissions reads them (pedido_representacao). */
+export async function listarPedidos(db: Db, contaId: string, filtro: FiltroPedidos, permissoes: readonly string[]) {
   const page = pageClauses('p', 'criado_em', filtro);
   const filtros = [
     filtro.situacao ? sql.fragment`p.situacao = ${filtro.situacao}` : null,
@@ -89,8 +32,10 @@ export async function listarPedidos(db: Db, contaId: string, filtro: FiltroPedid
     filtro.cotacao_id ? sql.fragment`p.cotacao_id = ${filtro.cotacao_id}` : null,
     filtro.referencia_externa ? sql.fragment`p.referencia_externa = ${filtro.referencia_externa}` : null,
   ].filter((f) => f !== null);
+  // The representation is a subquery of the select list: built for the page's rows only, after the limit.
   return db.any(sql.type(PedidoPageRow)`
-    SELECT ${colunas}, ${page.cursorColumn}
+    SELECT p.id, ${page.cursorColumn},
+           (SELECT r.corpo FROM pedido_representacao(p.conta_id, p.id, ${sql.array([...permissoes], 'text')}) r) AS corpo
       FROM pedidos_producao p
      WHERE p.conta_id = ${contaId} AND ${page.where} AND ${sql.join([sql.fragment`true`, ...filtros], sql.fragment` AND `)}
      ${page.orderLimit}`);
@@ -102,12 +47,12 @@ export type NovoItemPedido =
   | { tipo: 'avulso'; nome: string; quantidade: number };
 
 export type NovoPedido = {
-  tipo: PedidoRow['tipo'];
-  origem: PedidoRow['origem'];
+  tipo: (typeof PEDIDO_TIPOS)[number];
+  origem: (typeof PEDIDO_ORIGENS)[number];
   cotacaoId?: string | null;
   clienteNome?: string | null;
   prazo?: string | null;
-  prioridade?: PedidoRow['prioridade'];
+  prioridade?: (typeof PRIORIDADES)[number];
   pagamentoSituacao?: PagamentoSituacao | null;
   valorCentavos?: number | null;
   observacao?: string | null;

@@ -27,7 +27,7 @@ export const CODE_SCHEMA = 'code';
  */
 export const CODE_MODULES = [
   'common', 'particoes', 'eventos', 'contas', 'catalogo', 'estoque', 'cotacoes', 'pedidos', 'webhooks', 'archive', 'mail',
-  'idempotency', 'estoque_api', 'admission_rules', 'admission_one', 'admission_many', 'admission', 'operator_views',
+  'idempotency', 'estoque_api', 'representacoes', 'admission_rules', 'admission', 'operator_views',
 ] as const;
 
 /** Sessions find the code by name: the release sets this on the database (and tests on their clones). */

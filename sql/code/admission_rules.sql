@@ -1,5 +1,5 @@
--- The rules of admission (contract §5, §8; DESIGN §5), written once for both ways a request is
--- admitted: alone (api_admit_one) and in a batch (api_admit_many). Each rule is a SQL function of
+-- The rules of admission (contract §5, §8; docs/decisions/0009-cost-units-classes-and-windows.md),
+-- which api_admit (sql/code/admission.sql) applies to each request. Each rule is a SQL function of
 -- scalars that PostgreSQL inlines into the PL/pgSQL statement calling it, so naming a rule costs
 -- nothing per request.
 
@@ -48,7 +48,7 @@ LANGUAGE sql IMMUTABLE AS $$
               ELSE least(p_rajada::float8, p_tokens + greatest(0, extract(epoch FROM p_now - p_refreshed_at)) * p_recarga) END
 $$;
 
--- The version of a resource a conditional GET names (DESIGN §7: ETags come from row_version), or
+-- The version of a resource a conditional GET names (its ETag comes from row_version), or
 -- NULL when the account has no such record.
 CREATE FUNCTION versao_do_recurso(p_tabela text, p_conta_id uuid, p_id uuid) RETURNS bigint
 -- PL/pgSQL, not SQL: a SQL function with sub-selects is not inlined, and is planned again at every
@@ -76,11 +76,11 @@ END $$;
 --     record on that method and path (a repetition, or a conflict answered at the same price) that
 --     will still be there when the write claims its key: the claim comes after the body, which may
 --     take 5 s to arrive, so a record closer than a minute to its expiry does not count. This one
---     admission_one and admission_many look up themselves, joined to the key they read;
+--     api_admit looks up itself, joined to the key it reads;
 --   {"tabela": …, "id": …, "versoes": [n, …]}: If-None-Match names the resource's current version
 --     ([] stands for *: any version of a record that exists);
 --   {"provisoria": true}: a list GET with If-None-Match, charged as a repetition until the web
---     process has the page: when it changed, the process charges the rest (api_admit_one with
+--     process has the page: when it changed, the process charges the rest (api_admit with
 --     p_sem_vaga) before it answers 200, and a 429 when that is refused.
 CREATE FUNCTION admission_repeticao(p_conta_id uuid, p_prova jsonb) RETURNS boolean
 -- PL/pgSQL, for the reason given at versao_do_recurso.
@@ -158,40 +158,44 @@ LANGUAGE sql STABLE AS $$
   SELECT CASE WHEN p_recusas >= suspensao_recusas() THEN p_now + make_interval(mins => suspensao_minutos()) END
 $$;
 
--- The answer to a refusal that counts no limit.
-CREATE FUNCTION admission_refused_json(
-  p_reason text, p_conta_id uuid, p_chave_id uuid, p_usuario_id uuid, p_plano_id text, p_permissoes text[], p_suspensa timestamptz
-) RETURNS text
+-- What admission answers for each request: one line of fields separated by "|", in the order
+-- api/admission-row.ts reads them (none of them can hold a "|" or a line break: ids, plan ids and
+-- permission names are constrained, the rest are numbers):
+--   outcome | reason | conta_id | chave_id | usuario_id | plano_id | permissoes (comma-separated) |
+--   retry_after | repeticao ("t") | suspended_until (epoch ms) | window_start (epoch s) | mes |
+--   rajada q, w, r, t | minuto q, r, t | mes q, r, t
+-- A line that stops early leaves the rest empty; an unknown key's line is its outcome alone.
+
+-- The caller's part of the line, the same for every request of a key: built once per key and call.
+CREATE FUNCTION admission_caller(p_conta_id uuid, p_chave_id uuid, p_usuario_id uuid, p_plano_id text, p_permissoes text[])
+RETURNS text
 LANGUAGE sql STABLE AS $$
-  SELECT json_build_object(
-    'outcome', CASE WHEN p_reason = 'api_desligada' THEN 'indisponivel' ELSE 'escopo_insuficiente' END,
-    'reason', p_reason, 'conta_id', p_conta_id, 'chave_id', p_chave_id, 'usuario_id', p_usuario_id,
-    'plano_id', p_plano_id, 'permissoes', p_permissoes,
-    'retry_after', CASE WHEN p_reason = 'api_desligada' THEN 60 END,
-    'suspended_until', CASE WHEN p_reason = 'chave_suspensa' THEN p_suspensa END)::text
+  SELECT concat(p_conta_id, '|', p_chave_id, '|', p_usuario_id, '|', p_plano_id, '|', array_to_string(p_permissoes, ','))
+$$;
+
+-- The answer to a refusal that counts no limit.
+CREATE FUNCTION admission_refused(p_reason text, p_caller text, p_suspensa timestamptz) RETURNS text
+LANGUAGE sql STABLE AS $$
+  SELECT concat(CASE WHEN p_reason = 'api_desligada' THEN 'indisponivel' ELSE 'escopo_insuficiente' END, '|', p_reason, '|',
+                p_caller, '|', CASE WHEN p_reason = 'api_desligada' THEN 60 END, '||',
+                CASE WHEN p_reason = 'chave_suspensa' THEN (extract(epoch FROM p_suspensa) * 1000)::bigint END)
 $$;
 
 -- The answer to a request decided on the limits (admitted when p_limite is NULL) with, for the
--- headers (contract §8.3), every ceiling and what is left of it after this request.
-CREATE FUNCTION admission_json(
-  p_limite text, p_retry int, p_suspended_now timestamptz, p_repeticao boolean,
-  p_conta_id uuid, p_chave_id uuid, p_usuario_id uuid, p_plano_id text, p_permissoes text[],
-  p_window timestamptz, p_mes date, p_next_month timestamptz, p_now timestamptz,
-  p_rajada int, p_recarga int, p_tokens float8, p_minuto_q int, p_used int, p_chamadas_por_mes int, p_month int
+-- headers (contract §8.3), every ceiling and what is left of it after this request. The window's
+-- start and the seconds left of it and of the month come worked out: the same for the whole call.
+CREATE FUNCTION admission_answer(
+  p_limite text, p_retry int, p_suspended_now timestamptz, p_repeticao boolean, p_caller text,
+  p_window_epoch bigint, p_minute_t int, p_mes text,
+  p_rajada int, p_recarga int, p_tokens float8, p_minuto_q int, p_used int, p_chamadas_por_mes int, p_month int, p_month_t int
 ) RETURNS text
 LANGUAGE sql STABLE AS $$
-  SELECT json_build_object(
-    'outcome', CASE WHEN p_limite IS NULL THEN 'ok' ELSE 'limite_excedido' END, 'reason', p_limite,
-    'conta_id', p_conta_id, 'chave_id', p_chave_id, 'usuario_id', p_usuario_id, 'plano_id', p_plano_id,
-    'permissoes', p_permissoes, 'slot_held', p_limite IS NULL, 'retry_after', p_retry, 'repeticao', p_repeticao,
-    'suspended_until', p_suspended_now,
-    'window_start', CASE WHEN p_limite IS NULL THEN p_window END, 'mes', CASE WHEN p_limite IS NULL THEN p_mes END,
-    'rajada_q', p_rajada, 'rajada_w', ceil(p_rajada::numeric / p_recarga)::int,
-    'rajada_r', floor(p_tokens)::int, 'rajada_t', ceil((p_rajada - p_tokens) / p_recarga)::int,
-    'minuto_q', p_minuto_q, 'minuto_r', greatest(0, p_minuto_q - p_used),
-    'minuto_t', ceil(extract(epoch FROM p_window + interval '1 minute' - p_now))::int,
-    'mes_q', p_chamadas_por_mes, 'mes_r', greatest(0, p_chamadas_por_mes - p_month),
-    'mes_t', ceil(extract(epoch FROM p_next_month - p_now))::int)::text
+  SELECT concat(CASE WHEN p_limite IS NULL THEN 'ok|' ELSE 'limite_excedido|' END, p_limite, '|', p_caller, '|',
+                p_retry, '|', CASE WHEN p_repeticao THEN 't' END, '|', (extract(epoch FROM p_suspended_now) * 1000)::bigint, '|',
+                CASE WHEN p_limite IS NULL THEN p_window_epoch END, '|', CASE WHEN p_limite IS NULL THEN p_mes END, '|',
+                p_rajada, '|', (p_rajada + p_recarga - 1) / p_recarga, '|', floor(p_tokens)::int, '|', ceil((p_rajada - p_tokens) / p_recarga)::int, '|',
+                p_minuto_q, '|', greatest(0, p_minuto_q - p_used), '|', p_minute_t, '|',
+                p_chamadas_por_mes, '|', greatest(0, p_chamadas_por_mes - p_month), '|', p_month_t)
 $$;
 
 -- A key suspended now: the suspension kept with the limit and Retry-After of the refusal that caused

@@ -74,3 +74,10 @@ BEGIN
   END IF;
   RETURN v_numero;
 END $$;
+
+-- A moment as the API writes it (contract §1): ISO 8601 in UTC to the millisecond, "…T…Z", as the
+-- representations PostgreSQL builds for the API show every timestamp.
+CREATE FUNCTION instante(p_momento timestamptz) RETURNS text
+LANGUAGE sql STABLE AS $$
+  SELECT to_char(p_momento AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$$;

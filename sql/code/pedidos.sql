@@ -121,3 +121,33 @@ BEGIN
 END $$;
 CREATE TRIGGER pedidos_emitir_situacao AFTER UPDATE ON pedidos_producao
   FOR EACH ROW WHEN (OLD.situacao IS DISTINCT FROM NEW.situacao) EXECUTE FUNCTION pedidos_emitir_situacao();
+
+-- The representation of a production order (contract §2.1) as the API sends it, and its version
+-- (its ETag's): the one definition every read of an order uses, alone (admission reads it with the
+-- request: sql/code/representacoes.sql), in a list, and after it is created. valor_centavos is cost
+-- data: only on customer orders with a value, and only for a caller whose key's creator holds
+-- custos.ver; absent otherwise, never null.
+CREATE FUNCTION pedido_representacao(p_conta_id uuid, p_id uuid, p_permissoes text[])
+RETURNS TABLE (versao bigint, corpo text)
+LANGUAGE sql STABLE AS $$
+  SELECT p.row_version,
+         concat(left(json_build_object(
+                  'id', p.id, 'codigo', p.codigo, 'tipo', p.tipo, 'origem', p.origem, 'cotacao_id', p.cotacao_id,
+                  'cliente_nome', p.cliente_nome, 'prazo', p.prazo, 'prioridade', p.prioridade, 'situacao', p.situacao,
+                  'pagamento_situacao', p.pagamento_situacao,
+                  'itens', coalesce((SELECT json_agg(json_build_object(
+                                              'id', i.id, 'tipo', i.tipo, 'produto_id', i.produto_id, 'variacao_id', i.variacao_id,
+                                              'nome', i.nome, 'quantidade', i.quantidade, 'situacao', i.situacao, 'etapa', e.nome)
+                                            ORDER BY i.posicao)
+                                       FROM pedido_itens i
+                                       LEFT JOIN etapas e ON e.conta_id = i.conta_id AND e.id = i.etapa_id
+                                      WHERE i.conta_id = p.conta_id AND i.pedido_id = p.id), '[]'::json),
+                  'criado_em', instante(p.criado_em), 'atualizado_em', instante(p.atualizado_em),
+                  'finalizado_em', instante(p.finalizado_em), 'referencia_externa', p.referencia_externa,
+                  'metadados', p.metadados)::text, -1),
+                CASE WHEN p.tipo = 'cliente' AND p.valor_centavos IS NOT NULL AND 'custos.ver' = ANY (p_permissoes)
+                     THEN ', "valor_centavos" : ' || p.valor_centavos END,
+                '}')
+    FROM pedidos_producao p
+   WHERE p.conta_id = p_conta_id AND p.id = p_id
+$$;

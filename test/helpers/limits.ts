@@ -1,9 +1,9 @@
-// Driving admission directly: api_admit (one request) and api_admit_batch (several, as a web
-// process sends them), inside one transaction when a test needs the database clock to stand still
-// (now() is fixed within a transaction).
+// Driving admission directly: api_admit with one request or several, as a web process sends them,
+// inside one transaction when a test needs the database clock to stand still (now() is fixed within
+// a transaction).
 import { z } from 'zod';
 import { hashToken } from '../../shared/domain/chaves.ts';
-import { AdmissionRow } from '../../api/admission-row.ts';
+import { AdmissionRow, admissionsOf } from '../../api/admission-row.ts';
 import { sql, type Db } from '../../shared/db/pool.ts';
 import type { Prova } from '../../api/admission-row.ts';
 
@@ -24,10 +24,15 @@ export async function admitOnce(
   token: string,
   options: { custo?: number; classe?: 'leitura' | 'escrita'; holder?: string; release?: string[] } = {},
 ): Promise<Admission> {
-  return db.one(sql.type(Admission)`
-    SELECT outcome, reason, slot_held, retry_after, suspended_until, rajada_r, minuto_r, mes_r
-      FROM api_admit(${sql.binary(hashToken(token))}, NULL, NULL, ${options.custo ?? 1}, ${options.classe ?? 'leitura'},
-                     ${options.holder ?? 'test'}, ${sql.array(options.release ?? [], 'uuid')})`);
+  // The keys given back are this token's account's.
+  const release = options.release?.length
+    ? await db.any(sql.type(z.object({ contaId: z.string(), chaveId: z.string() }))`
+        SELECT ch.conta_id AS "contaId", ch.id AS "chaveId" FROM unnest(${sql.array(options.release, 'uuid')}::uuid[]) AS r(id)
+          JOIN chaves_api ch ON ch.id = r.id`)
+    : [];
+  const [row] = await admitBatch(db, [{ token, custo: options.custo ?? 1, classe: options.classe ?? 'leitura' }],
+    { holder: options.holder ?? 'test', release: [...release] });
+  return Admission.parse(row);
 }
 
 /**
@@ -68,24 +73,27 @@ export async function raisePlan(db: Db, plano: string, change: Partial<Record<'r
 
 export type BatchItem = {
   token: string; custo?: number; custoMes?: number | null; classe?: 'leitura' | 'escrita'; escopo?: string | null;
+  permissao?: string | null;
   /** What shows the request may be a repetition (api/repetition.ts). */
   prova?: Prova | null;
 };
 
-/** One admission batch, as a web process sends it; the rows in the order of the items. */
+/** One call of admission, as a web process makes it; the rows in the order of the items, each checked against its schema. */
 export async function admitBatch(
   db: Db,
   items: BatchItem[],
-  options: { holder?: string; release?: { contaId: string; chaveId: string }[] } = {},
+  options: { holder?: string; release?: { contaId: string; chaveId: string }[]; semVaga?: boolean } = {},
 ): Promise<AdmissionRow[]> {
   const release = options.release ?? [];
-  const json = await db.oneFirst(sql.type(z.object({ admissions: z.string() }))`
-    SELECT api_admit_batch(
+  const text = await db.oneFirst(sql.type(z.object({ admissions: z.string() }))`
+    SELECT api_admit(
       ${sql.array(items.map((i) => `\\x${hashToken(i.token).toString('hex')}`), 'text')}::bytea[],
-      ${sql.array(items.map((i) => i.escopo ?? null), 'text')}, ${sql.array(items.map(() => null), 'text')},
+      ${sql.array(items.map((i) => i.escopo ?? null), 'text')}, ${sql.array(items.map((i) => i.permissao ?? null), 'text')},
       ${sql.array(items.map((i) => i.custo ?? 1), 'int4')}, ${sql.array(items.map((i) => i.custoMes ?? null), 'int4')},
       ${sql.array(items.map((i) => i.classe ?? 'leitura'), 'text')},
-      ${sql.jsonb(items.map((i) => i.prova ?? null))}, ${options.holder ?? 'test'}, ${sql.array(release.map((r) => r.contaId), 'uuid')}, ${sql.array(release.map((r) => r.chaveId), 'uuid')}
-    )::text AS admissions`);
-  return z.array(AdmissionRow).parse(JSON.parse(String(json)));
+      ${items.some((i) => i.prova) ? sql.jsonb(items.map((i) => i.prova ?? null)) : null}, ${options.holder ?? 'test'},
+      ${sql.array(release.map((r) => r.contaId), 'uuid')}, ${sql.array(release.map((r) => r.chaveId), 'uuid')},
+      p_sem_vaga => ${options.semVaga ?? false}
+    ) AS admissions`);
+  return admissionsOf(text, items.length).map((row) => AdmissionRow.parse(row));
 }
