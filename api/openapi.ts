@@ -142,7 +142,7 @@ function operation(route: AnyRoute): JsonSchema {
       ? {
           requestBody: {
             required: true,
-            description: 'JSON (Content-Type: application/json; qualquer outro é 415), de até 64 KB, recebido em até 5 s.',
+            description: 'JSON em UTF-8 (Content-Type: application/json; qualquer outro é 415; bytes que não são UTF-8 válido são 400 dados_invalidos, e nada é gravado), de até 64 KB, recebido em até 5 s.',
             content: { 'application/json': { schema: jsonSchema(route.body, 'input'), ...(route.bodyExample === undefined ? {} : { example: route.bodyExample }) } },
           },
         }
@@ -204,7 +204,10 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'chv_<prefixo>_<segredo>',
-          description: `Chave de API no cabeçalho \`Authorization: Bearer <chave>\`. Escopos: ${ESCOPOS.map((e) => `${e} (${DESCRICAO_ESCOPO[e]})`).join('; ')}`,
+          description: `Chave de API no cabeçalho \`Authorization: Bearer <chave>\`. Uma chave nunca faz mais do que quem a criou: `
+            + 'além do escopo, cada rota exige a permissão dessa pessoa indicada em x-permissao-do-criador (as do registro de eventos, a de '
+            + 'cada tipo de evento), e a chave de quem foi desativado no aplicativo recebe 403 escopo_insuficiente em toda rota com escopo. '
+            + `Escopos: ${ESCOPOS.map((e) => `${e} (${DESCRICAO_ESCOPO[e]})`).join('; ')}`,
         },
       },
       headers: Object.fromEntries(Object.entries(HEADERS).filter(([name]) => referenced.has(name))),
