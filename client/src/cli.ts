@@ -70,7 +70,7 @@ const lerArgumentos = (argv: string[]) => parseArgs({
   },
 });
 
-/** The state to continue from: the file's, unless it is another API's or key's, or --desde starts over. */
+// The state to continue from: the file's, unless it is another API's or key's, or --desde starts over.
 async function estadoInicial(
   cliente: Printfarm, arquivo: string, pedido: { api: string; chave: string; segredo: string | undefined; desde: number | null },
 ): Promise<Estado> {

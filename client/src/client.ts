@@ -29,7 +29,7 @@ export type OpcoesDoCliente = {
 type Metodo = 'get' | 'post';
 type Op<P extends keyof Caminhos, M extends Metodo> = Caminhos[P] extends { [K in M]: infer O } ? O : never;
 type Init<P extends keyof Caminhos, M extends Metodo> = M extends keyof Caminhos[P] ? MaybeOptionalInit<Caminhos[P], M> : never;
-/** The init argument of a call: optional when the operation needs nothing. */
+// The init argument of a call: optional when the operation needs nothing.
 type Argumentos<P extends keyof Caminhos, M extends Metodo> = undefined extends Init<P, M> ? [init?: Init<P, M>] : [init: Init<P, M>];
 
 const PADRAO: Required<OpcoesDeTentativas> = { maximo: 3, esperaInicialMs: 500, esperaMaximaMs: 30_000 };

@@ -69,7 +69,7 @@ export class ErroDeConexao extends Error {
   }
 }
 
-/** The problem body of an answer, or null when it is not one (the body is consumed either way). */
+// The problem body of an answer, or null when it is not one (the body is consumed either way).
 export async function problemaDe(resposta: Response): Promise<Partial<Problema> | null> {
   if (!/json/.test(resposta.headers.get('content-type') ?? '')) {
     await resposta.body?.cancel();

@@ -4,20 +4,20 @@
 // renamed over the old one, so a crash leaves one or the other, never half of one.
 import { readFile, rename, writeFile } from 'node:fs/promises';
 
-/** One page of the last complete read of the log: the cursor that asked for it, its ETag and its next cursor. */
+// One page of the last complete read of the log: the cursor that asked for it, its ETag and its next cursor.
 export type Pagina = { cursor: string | null; etag: string; proximo: string | null };
 
 export type Estado = {
   versao: 1;
-  /** The API and the key (its public prefix) the state belongs to. */
+  // The API and the key (its public prefix) the state belongs to.
   api: string;
   chave: string;
   segredo: string;
-  /** Events created before this instant are never forwarded (the first start, or --desde). */
+  // Events created before this instant are never forwarded (the first start, or --desde).
   piso: string;
-  /** The query's criado_desde: the log is read from here. */
+  // The query's criado_desde: the log is read from here.
   janela: string;
-  /** The events already forwarded whose criado_em is at or after `janela`, by id. */
+  // The events already forwarded whose criado_em is at or after `janela`, by id.
   vistos: Record<string, string>;
   paginas: Pagina[];
 };
@@ -43,5 +43,5 @@ export async function gravarEstado(arquivo: string, estado: Estado): Promise<voi
   await rename(temporario, arquivo);
 }
 
-/** The public part of a key (chv_<prefix>), which tells keys apart without keeping the secret. */
+// The public part of a key (chv_<prefix>), which tells keys apart without keeping the secret.
 export const prefixoDaChave = (chave: string) => chave.split('_').slice(0, 2).join('_');

@@ -16,10 +16,10 @@ import { gravarEstado, type Estado, type Pagina } from './escutar-estado.ts';
 import { esperarMs } from './transport.ts';
 import type { ItemDe } from './types.ts';
 
-/** How far before a complete read the window may start: longer than any event takes to enter the log. */
+// How far before a complete read the window may start: longer than any event takes to enter the log.
 export const OVERLAP_MS = 5 * 60_000;
 const LIMITE = 25;
-/** As long as a delivery's receiver gets from the service. */
+// As long as a delivery's receiver gets from the service.
 const TEMPO_DO_RECEPTOR_MS = 10_000;
 
 type EventoDoRegistro = ItemDe<'/eventos'>;
@@ -30,12 +30,12 @@ export type OpcoesDoEscutar = {
   arquivo: string;
   estado: Estado;
   intervaloMs: number;
-  /** Where each line goes (stdout). */
+  // Where each line goes (stdout).
   escrever: (linha: string) => void;
   signal: AbortSignal;
 };
 
-/** Polls until the signal aborts; the state is saved after every event and every read. */
+// Polls until the signal aborts; the state is saved after every event and every read.
 export async function escutar(opcoes: OpcoesDoEscutar): Promise<void> {
   const { estado } = opcoes;
   while (!opcoes.signal.aborted) {
@@ -63,10 +63,8 @@ export async function escutar(opcoes: OpcoesDoEscutar): Promise<void> {
 
 type Leitura = { novos: EventoDoRegistro[]; instante: Date };
 
-/**
- * Reads the window's pages, each with the ETag it had: the first that changed and every page after
- * it are read whole. Answers the events not yet forwarded, oldest first, and when the read began.
- */
+// Reads the window's pages, each with the ETag it had: the first that changed and every page after
+// it are read whole. Answers the events not yet forwarded, oldest first, and when the read began.
 async function lerNovos(cliente: Printfarm, estado: Estado): Promise<Leitura> {
   const lidos: EventoDoRegistro[] = [];
   const paginas: Pagina[] = [];
@@ -99,7 +97,7 @@ async function lerNovos(cliente: Printfarm, estado: Estado): Promise<Leitura> {
   return { novos, instante: instante ?? new Date() };
 }
 
-/** Starts the window OVERLAP before a complete read, and forgets the ids older than it. */
+// Starts the window OVERLAP before a complete read, and forgets the ids older than it.
 function recomecarJanela(estado: Estado, instante: Date): void {
   const inicio = new Date(Math.max(Date.parse(estado.piso), instante.getTime() - OVERLAP_MS));
   if (inicio.getTime() <= Date.parse(estado.janela)) return;
@@ -108,7 +106,7 @@ function recomecarJanela(estado: Estado, instante: Date): void {
   estado.paginas = [];
 }
 
-/** POSTs the event as a delivery does (the same bytes, signed now), and describes the outcome in one line. */
+// POSTs the event as a delivery does (the same bytes, signed now), and describes the outcome in one line.
 async function encaminhar(evento: EventoDoRegistro, url: string, segredo: string): Promise<string> {
   const corpo = JSON.stringify(evento);
   const agora = new Date();

@@ -10,7 +10,7 @@ export interface CacheDeEtag {
   set(url: string, resposta: RespostaGuardada): void;
 }
 
-/** In memory, the least recently used first out past `maxEntradas`. */
+/** O cache na memória: passando de `maxEntradas`, sai a resposta usada há mais tempo. */
 export class EtagCache implements CacheDeEtag {
   readonly #entries = new Map<string, RespostaGuardada>();
   readonly #max: number;

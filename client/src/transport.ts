@@ -24,14 +24,14 @@ export type OpcoesDeTentativas = {
 export type TransportOptions = {
   tentativas: Required<OpcoesDeTentativas>;
   cache: CacheDeEtag | null;
-  /** Per attempt, in ms. */
+  // Per attempt, in ms.
   tempoLimiteMs: number;
   fetch: (request: Request) => Promise<Response>;
-  /** How the client waits between attempts (tests may count the waits). */
+  // How the client waits between attempts (tests may count the waits).
   esperar: (ms: number, signal: AbortSignal) => Promise<void>;
 };
 
-/** What the transport knows of the answer it returned, for the error built from it. */
+// What the transport knows of the answer it returned, for the error built from it.
 export type Envio = { tentativas: number; chaveDeIdempotencia: string | null; doCache: boolean };
 const envios = new WeakMap<Response, Envio>();
 export const envioDe = (resposta: Response): Envio | undefined => envios.get(resposta);
@@ -73,7 +73,7 @@ export function createTransport(options: TransportOptions): (request: Request) =
   };
 }
 
-/** The answer handed to openapi-fetch: a cached body for a 304 the cache asked for; a 200 with an ETag kept. */
+// The answer handed to openapi-fetch: a cached body for a 304 the cache asked for; a 200 with an ETag kept.
 async function answered(
   response: Response, url: string, envio: Envio, cache: CacheDeEtag | null, cached: RespostaGuardada | undefined,
 ): Promise<Response> {
@@ -97,14 +97,14 @@ async function answered(
   return result;
 }
 
-/** How long to wait before the next attempt after a 409, 429 or 503, or null: do not retry. */
+// How long to wait before the next attempt after a 409, 429 or 503, or null: do not retry.
 function retryWait(response: Response, tentativas: Required<OpcoesDeTentativas>, attempt: number): number | null {
   const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
   if (retryAfter === null) return backoff(tentativas, attempt);
   return retryAfter > tentativas.esperaMaximaMs ? null : retryAfter;
 }
 
-/** Retry-After as delay-seconds or an HTTP-date, in ms; null when absent or unreadable. */
+// Retry-After as delay-seconds or an HTTP-date, in ms; null when absent or unreadable.
 export function parseRetryAfter(value: string | null): number | null {
   if (!value) return null;
   const trimmed = value.trim();
@@ -113,13 +113,13 @@ export function parseRetryAfter(value: string | null): number | null {
   return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
 }
 
-/** Exponential backoff with jitter: between half and all of initial × 2^(attempt−1), capped. */
+// Exponential backoff with jitter: between half and all of initial × 2^(attempt−1), capped.
 function backoff(tentativas: Required<OpcoesDeTentativas>, attempt: number): number {
   const ceiling = Math.min(tentativas.esperaMaximaMs, tentativas.esperaInicialMs * 2 ** (attempt - 1));
   return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
 }
 
-/** Waits ms, or less if the caller aborts (the attempt that follows then fails with the abort). */
+// Waits ms, or less if the caller aborts (the attempt that follows then fails with the abort).
 export function esperarMs(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
