@@ -187,6 +187,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
       description:
         'API HTTP de uma ferramenta de preços e produção para impressão 3D: catálogo e preços por canal de venda, materiais e estoque, movimentos de estoque, cotações, pedidos de produção e webhooks.\n\n' +
         `Para começar, leia o [guia do integrador](${GUIA_PATH}): a primeira chamada, chaves e escopos, limites e custos, idempotência, listas, erros, webhooks e estoque, com exemplos que rodam.\n\n` +
+        `Em TypeScript, use o [cliente oficial](${GUIA_PATH}/cliente-typescript), o pacote npm \`@printfarm/api\`: cada operação desta referência tipada, novas tentativas com a mesma Idempotency-Key, listas, ETag, verificação de webhooks e o comando \`escutar\`, que encaminha os eventos da conta para um endereço local sem túnel.\n\n` +
         'Respostas de 1 KiB ou mais vêm comprimidas (`Content-Encoding: gzip`) quando a requisição envia `Accept-Encoding: gzip`; o `ETag` é o mesmo com ou sem compressão.\n\n' +
         `Toda mudança da API, e dos tetos de uso de cada plano antes de valerem, é anunciada no [histórico de mudanças](${CHANGELOG_PATH}). ` +
         'Os códigos de erro estão em [/docs/erros](/docs/erros).',

@@ -5,12 +5,14 @@
 // under the project's 24: a typed program type-checked against the published .d.ts, real calls to a
 // real service, and the `printfarm escutar` command forwarding a real event.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { VERSAO } from '../../client/src/index.ts';
+import { projectRoot } from '../../shared/config.ts';
 import { clientTypes, clientTypesPath, committedPath } from '../../ops/openapi.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { clienteDeTeste } from '../helpers/cliente.ts';
@@ -62,6 +64,10 @@ test('package.json: a publishable package, its version in semver, the changelog 
   assert.equal(pkg.exports['.'], { types: './dist/index.d.ts', default: './dist/index.js' });
   assert.equal([pkg.types, pkg.type, pkg.license, pkg.engines.node, pkg.bin.printfarm], ['./dist/index.d.ts', 'module', 'MIT', '>=20', 'dist/cli.js']);
   assert.equal(Object.keys(pkg.dependencies), ['openapi-fetch']);
+  // The range published is the one the project tests with.
+  const projeto = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as PackageJson;
+  const [maior, menor] = String(projeto.devDependencies['openapi-fetch']).split('.');
+  assert.is(pkg.dependencies['openapi-fetch'], `^${maior}.${menor}.0`);
   assert.ok(pkg.private === undefined, 'not private: it is published');
 });
 
