@@ -1,6 +1,6 @@
 // The official client: openapi-fetch over the generated types, through the transport that retries,
 // keys POSTs and caches ETags (transport.ts). GET and POST answer the 2xx body or throw ErroDaApi;
-// `api` is the openapi-fetch client itself, for whoever wants { data, error, response }.
+// `bruto` is the openapi-fetch client itself, for whoever wants { data, error, response }.
 import createClient, { type Client, type MaybeOptionalInit } from 'openapi-fetch';
 import { ErroDaApi } from './errors.ts';
 import { EtagCache, type CacheDeEtag } from './etag-cache.ts';
@@ -40,7 +40,7 @@ export class Printfarm {
    * O cliente openapi-fetch por baixo, com as mesmas novas tentativas, `Idempotency-Key` e cache:
    * devolve `{ data, error, response }` sem lançar erros (para ler cabeçalhos, por exemplo).
    */
-  readonly api: Client<Caminhos>;
+  readonly bruto: Client<Caminhos>;
 
   constructor(opcoes: OpcoesDoCliente) {
     const tentativas = opcoes.tentativas === false ? { ...PADRAO, maximo: 0 } : { ...PADRAO, ...opcoes.tentativas };
@@ -49,7 +49,7 @@ export class Printfarm {
       tentativas, cache, tempoLimiteMs: opcoes.tempoLimiteMs ?? 30_000,
       fetch: opcoes.fetch ?? ((requisicao) => globalThis.fetch(requisicao)), esperar: esperarMs,
     });
-    this.api = createClient<Caminhos>({
+    this.bruto = createClient<Caminhos>({
       baseUrl: opcoes.urlBase,
       fetch: transport,
       headers: { 'User-Agent': `printfarm-api-ts/${VERSAO}`, ...opcoes.cabecalhos, Authorization: `Bearer ${opcoes.chave}` },
@@ -59,7 +59,7 @@ export class Printfarm {
   /** Um GET: devolve o corpo da resposta 200, ou lança `ErroDaApi`. */
   async GET<P extends CaminhosCom<'get'>>(caminho: P, ...init: Argumentos<P, 'get'>): Promise<Resposta<Op<P, 'get'>>> {
     // openapi-fetch's overloads do not follow a generic path through a spread: the types are the caller's.
-    const { data, error, response } = await (this.api.GET as AnyCall)(caminho, ...init);
+    const { data, error, response } = await (this.bruto.GET as AnyCall)(caminho, ...init);
     if (!response.ok) throw erroDaApi(response, error);
     return data as Resposta<Op<P, 'get'>>;
   }
@@ -69,7 +69,7 @@ export class Printfarm {
    * `params.header`, o cliente cria uma, a mesma em todas as novas tentativas.
    */
   async POST<P extends CaminhosCom<'post'>>(caminho: P, ...init: Argumentos<P, 'post'>): Promise<Resposta<Op<P, 'post'>>> {
-    const { data, error, response } = await (this.api.POST as AnyCall)(caminho, ...init);
+    const { data, error, response } = await (this.bruto.POST as AnyCall)(caminho, ...init);
     if (!response.ok) throw erroDaApi(response, error);
     return data as Resposta<Op<P, 'post'>>;
   }

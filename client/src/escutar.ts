@@ -74,7 +74,7 @@ async function lerNovos(cliente: Printfarm, estado: Estado): Promise<Leitura> {
   do {
     const guardada: Pagina | undefined = mudou ? undefined : estado.paginas[paginas.length];
     const query: { criado_desde: string; limite: number; cursor?: string } = { criado_desde: estado.janela, limite: LIMITE, ...(cursor === null ? {} : { cursor }) };
-    const { data, error, response } = await cliente.api.GET('/eventos', {
+    const { data, error, response } = await cliente.bruto.GET('/eventos', {
       params: { query, ...(guardada ? { header: { 'If-None-Match': guardada.etag } } : {}) },
     });
     instante ??= new Date(response.headers.get('date') ?? Date.now());

@@ -52,7 +52,7 @@ export function createTransport(options: TransportOptions): (request: Request) =
     const body = method === 'GET' || method === 'HEAD' ? undefined : await original.arrayBuffer();
 
     for (let attempt = 1; ; attempt++) {
-      const signal = AbortSignal.any([original.signal, AbortSignal.timeout(options.tempoLimiteMs)]);
+      const signal = anySignal(original.signal, AbortSignal.timeout(options.tempoLimiteMs));
       let response: Response;
       try {
         response = await options.fetch(new Request(original.url, { method, headers, body, signal, redirect: original.redirect }));
@@ -102,6 +102,20 @@ function retryWait(response: Response, tentativas: Required<OpcoesDeTentativas>,
   const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
   if (retryAfter === null) return backoff(tentativas, attempt);
   return retryAfter > tentativas.esperaMaximaMs ? null : retryAfter;
+}
+
+// AbortSignal.any arrived in Node 20.3; the package accepts any Node 20.
+function anySignal(...signals: AbortSignal[]): AbortSignal {
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any(signals);
+  const controller = new AbortController();
+  for (const signal of signals) {
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      break;
+    }
+    signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true, signal: controller.signal });
+  }
+  return controller.signal;
 }
 
 // Retry-After as delay-seconds or an HTTP-date, in ms; null when absent or unreadable.
