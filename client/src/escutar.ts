@@ -55,7 +55,7 @@ export async function escutar(opcoes: OpcoesDoEscutar): Promise<void> {
       if (error instanceof ErroDaApi && (error.status === 401 || error.status === 403)) throw error;
       const retryAfter = error instanceof ErroDaApi && error.retryAfter !== undefined ? error.retryAfter * 1000 : 0;
       espera = Math.max(espera, retryAfter);
-      opcoes.escrever(`${hora()}  a API não respondeu (${error instanceof Error ? error.message : String(error)}); nova leitura em ${Math.round(espera / 1000)} s`);
+      opcoes.escrever(`${hora()}  a leitura do registro de eventos falhou (${error instanceof Error ? error.message : String(error)}); nova leitura em ${Math.round(espera / 1000)} s`);
     }
     await esperarMs(espera, opcoes.signal);
   }

@@ -128,4 +128,12 @@ test('--desde starts over from an instant: what was created since goes again, wi
   assert.is(await terceira.parar(), 0);
 });
 
+test('a key without eventos:ler stops it at once, saying why', async () => {
+  const semEscopo = await createAccount(app.db.pool, { escopos: ['catalogo:ler'] });
+  const comando = rodarCli(['escutar', '--api', app.baseUrl, '--chave', semEscopo.token, '--encaminhar', receiver.url('/local'),
+    '--estado', path.join(dir, 'sem-escopo.json'), '--intervalo', '0.2']);
+  assert.is(await comando.terminou, 1);
+  assert.match(comando.linhas.join('\n'), /printfarm: 403 escopo_insuficiente: A chave não tem o escopo eventos:ler/);
+});
+
 test.run();
