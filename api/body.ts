@@ -1,6 +1,8 @@
 // Reading a JSON request body under the contract's limits (§4.2 rules 6-7, §8.4): only
 // application/json (415), at most 64 KB (413, refused without reading the rest), fully received
-// within 5 s of the request start (408).
+// within 5 s of the request start (408), in UTF-8 (400: bytes that are not UTF-8 are refused, never
+// decoded with replacement, which would store U+FFFD in place of what the client meant).
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { ApiError, dadosInvalidos } from '../shared/errors.ts';
 
@@ -17,6 +19,8 @@ export function isJsonContentType(value: string | undefined): boolean {
   const charset = params.find((p) => p.startsWith('charset='));
   return !charset || charset === 'charset=utf-8' || charset === 'charset="utf-8"';
 }
+
+const NAO_UTF8 = 'bytes que não são UTF-8 válido (um texto em Latin-1 ou Windows-1252, por exemplo): envie o JSON em UTF-8';
 
 const tooLarge = () =>
   new ApiError(413, 'corpo_grande_demais', `O corpo da requisição passa de ${MAX_BODY_BYTES / 1024} KB.`, {
@@ -35,6 +39,9 @@ export async function readJsonBody(req: IncomingMessage, limits: BodyLimits): Pr
   if (Number.isFinite(declared) && declared > limits.maxBytes) throw tooLarge();
   const raw = await collect(req, limits);
   if (raw.length === 0) throw dadosInvalidos('O corpo da requisição está vazio.');
+  if (!isUtf8(raw)) {
+    throw dadosInvalidos('O corpo não está em UTF-8.', [{ campo: 'corpo', mensagem: NAO_UTF8 }]);
+  }
   try {
     return JSON.parse(raw.toString('utf8'));
   } catch {

@@ -48,6 +48,12 @@ function envelope(tipo: TipoEvento): JsonSchema {
   };
 }
 
+const primeiraFrase = (texto: string) => texto.split(/(?<=\.) /)[0] ?? texto;
+const restoDaDescricao = (texto: string) => {
+  const resto = texto.slice(primeiraFrase(texto).length).trim();
+  return resto ? `${resto} ` : '';
+};
+
 export function webhooksSection(): Record<string, JsonSchema> {
   return Object.fromEntries(
     TIPOS_DE_EVENTO.map((tipo) => [
@@ -56,8 +62,9 @@ export function webhooksSection(): Record<string, JsonSchema> {
         post: {
           operationId: `evento_${tipo.tipo.replace('.', '_')}`,
           tags: ['Eventos'],
-          summary: tipo.descricao,
-          description: `${tipo.agrupado ? 'Agrupado: no máximo um por chave a cada 60 s, com os dados mais recentes. ' : ''}` +
+          // The first sentence names the event; the rest of the catalog's text (the bulk rule) goes below.
+          summary: primeiraFrase(tipo.descricao),
+          description: `${restoDaDescricao(tipo.descricao)}${tipo.agrupado ? 'Agrupado: no máximo um por chave a cada 60 s, com os dados mais recentes. ' : ''}` +
             (tipo.permissao
               ? `Enviado só aos endpoints cujo criador tem a permissão \`${tipo.permissao}\`.`
               : 'Enviado a qualquer endpoint, sem exigir permissão de quem o criou.'),

@@ -142,7 +142,7 @@ function operation(route: AnyRoute): JsonSchema {
       ? {
           requestBody: {
             required: true,
-            description: 'JSON (Content-Type: application/json; qualquer outro é 415), de até 64 KB, recebido em até 5 s.',
+            description: 'JSON em UTF-8 (Content-Type: application/json; qualquer outro é 415; bytes que não são UTF-8 válido são 400 dados_invalidos, e nada é gravado), de até 64 KB, recebido em até 5 s.',
             content: { 'application/json': { schema: jsonSchema(route.body, 'input'), ...(route.bodyExample === undefined ? {} : { example: route.bodyExample }) } },
           },
         }
@@ -187,6 +187,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
       description:
         'API HTTP de uma ferramenta de preços e produção para impressão 3D: catálogo e preços por canal de venda, materiais e estoque, movimentos de estoque, cotações, pedidos de produção e webhooks.\n\n' +
         `Para começar, leia o [guia do integrador](${GUIA_PATH}): a primeira chamada, chaves e escopos, limites e custos, idempotência, listas, erros, webhooks e estoque, com exemplos que rodam.\n\n` +
+        `Em TypeScript, use o [cliente oficial](${GUIA_PATH}/cliente-typescript), o pacote npm \`@printfarm/api\`: cada operação desta referência tipada, novas tentativas com a mesma Idempotency-Key, listas, ETag, verificação de webhooks e o comando \`escutar\`, que encaminha os eventos da conta para um endereço local sem túnel.\n\n` +
         'Respostas de 1 KiB ou mais vêm comprimidas (`Content-Encoding: gzip`) quando a requisição envia `Accept-Encoding: gzip`; o `ETag` é o mesmo com ou sem compressão.\n\n' +
         `Toda mudança da API, e dos tetos de uso de cada plano antes de valerem, é anunciada no [histórico de mudanças](${CHANGELOG_PATH}). ` +
         'Os códigos de erro estão em [/docs/erros](/docs/erros).',
@@ -204,7 +205,10 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'chv_<prefixo>_<segredo>',
-          description: `Chave de API no cabeçalho \`Authorization: Bearer <chave>\`. Escopos: ${ESCOPOS.map((e) => `${e} (${DESCRICAO_ESCOPO[e]})`).join('; ')}`,
+          description: `Chave de API no cabeçalho \`Authorization: Bearer <chave>\`. Uma chave nunca faz mais do que quem a criou: `
+            + 'além do escopo, cada rota exige a permissão dessa pessoa indicada em x-permissao-do-criador (as do registro de eventos, a de '
+            + 'cada tipo de evento), e a chave de quem foi desativado no aplicativo recebe 403 escopo_insuficiente em toda rota com escopo. '
+            + `Escopos: ${ESCOPOS.map((e) => `${e} (${DESCRICAO_ESCOPO[e]})`).join('; ')}`,
         },
       },
       headers: Object.fromEntries(Object.entries(HEADERS).filter(([name]) => referenced.has(name))),

@@ -1,8 +1,9 @@
 // npm run openapi: writes the OpenAPI document derived from the route table to docs/openapi.json
 // (the committed copy; a test fails when it drifts from what the server serves) and the
-// TypeScript types of a client generated from it (openapi-typescript) to test/generated/.
-// `--types` regenerates only the types, from the committed copy (`npm run typecheck` does this first).
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+// TypeScript types of the official client generated from it (openapi-typescript) to
+// client/src/openapi.ts (committed too: the client is published with them; a test fails when they
+// drift from docs/openapi.json). `--types` rewrites only the types, from the committed document.
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import openapiTS from 'openapi-typescript';
 import { buildOpenApi } from '../api/openapi.ts';
@@ -11,25 +12,24 @@ import { projectRoot } from '../shared/config.ts';
 
 export const COMMITTED_BASE_URL = 'http://localhost:3000/v1';
 export const committedPath = path.join(projectRoot, 'docs', 'openapi.json');
-const typesPath = path.join(projectRoot, 'test', 'generated', 'api.d.ts');
+export const clientTypesPath = path.join(projectRoot, 'client', 'src', 'openapi.ts');
 
 export function committedDocument(): Record<string, unknown> {
   return buildOpenApi(routes, COMMITTED_BASE_URL, { template: true });
 }
 
-async function writeTypes(document: Record<string, unknown>): Promise<void> {
-  const types = await openapiTS(document as never);
-  await mkdir(path.dirname(typesPath), { recursive: true });
-  await writeFile(typesPath, types);
+const HEADER = '// Os tipos da API, gerados de docs/openapi.json por `npm run openapi` (openapi-typescript): não edite.\n';
+
+/** The client's types as `npm run openapi` writes them for a document. */
+export async function clientTypes(document: Record<string, unknown>): Promise<string> {
+  return HEADER + (await openapiTS(document as never));
 }
 
 if (import.meta.main) {
-  if (process.argv.includes('--types')) {
-    await writeTypes(JSON.parse(await readFile(committedPath, 'utf8')) as Record<string, unknown>);
-  } else {
-    const document = committedDocument();
-    await writeFile(committedPath, `${JSON.stringify(document, null, 2)}\n`);
-    await writeTypes(document);
-    process.stdout.write(`wrote ${path.relative(projectRoot, committedPath)} and ${path.relative(projectRoot, typesPath)}\n`);
-  }
+  const document = process.argv.includes('--types')
+    ? JSON.parse(await readFile(committedPath, 'utf8')) as Record<string, unknown>
+    : committedDocument();
+  if (!process.argv.includes('--types')) await writeFile(committedPath, `${JSON.stringify(document, null, 2)}\n`);
+  await writeFile(clientTypesPath, await clientTypes(document));
+  process.stdout.write(`wrote ${process.argv.includes('--types') ? '' : `${path.relative(projectRoot, committedPath)} and `}${path.relative(projectRoot, clientTypesPath)}\n`);
 }

@@ -1,6 +1,7 @@
 // The layout's rules, read from the import statements (type imports included): api/ and worker/
 // never import each other, shared/ imports neither (nor ops/), and no module imports itself back
-// through a circle of others.
+// through a circle of others. The official client (client/) is published on its own: it imports
+// nothing of the project's, and the service imports nothing of it.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { suite } from 'uvu';
@@ -8,14 +9,15 @@ import * as assert from 'uvu/assert';
 import { projectRoot } from '../shared/config.ts';
 
 const test = suite('architecture');
-const ROOTS = ['api', 'worker', 'shared', 'ops'];
+const ROOTS = ['api', 'worker', 'shared', 'ops', 'client'];
 
 /** Every .ts module of the roots with the project modules it imports (paths relative to the project). */
 async function importGraph(): Promise<Map<string, string[]>> {
   const graph = new Map<string, string[]>();
   for (const root of ROOTS) {
     for (const file of await readdir(path.join(projectRoot, root), { recursive: true })) {
-      if (!file.endsWith('.ts')) continue;
+      // What a build or an install leaves in client/ (dist/, node_modules/) is not the project's source.
+      if (!file.endsWith('.ts') || file.split(path.sep).some((part) => part === 'dist' || part === 'node_modules')) continue;
       const from = path.join(root, file);
       const source = await readFile(path.join(projectRoot, from), 'utf8');
       const specifiers = [...source.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"`;]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g)]
@@ -69,7 +71,10 @@ test('the import graph has no circle', async () => {
   assert.equal(cycles(await importGraph()), []);
 });
 
-const FORBIDDEN: Record<string, string[]> = { api: ['worker', 'ops'], worker: ['api', 'ops'], shared: ['api', 'worker', 'ops'] };
+const FORBIDDEN: Record<string, string[]> = {
+  api: ['worker', 'ops', 'client'], worker: ['api', 'ops', 'client'], shared: ['api', 'worker', 'ops', 'client'], ops: ['client'],
+  client: ['api', 'worker', 'shared', 'ops', 'test', 'sql', 'bench', 'docs'],
+};
 
 /** Imports that cross a line the layout draws. */
 function crossings(graph: Map<string, string[]>): string[] {
@@ -78,7 +83,7 @@ function crossings(graph: Map<string, string[]>): string[] {
     targets.filter((to) => (FORBIDDEN[rootOf(from)] ?? []).includes(rootOf(to))).map((to) => `${from} → ${to}`));
 }
 
-test('api/ and worker/ never import each other; shared/ imports neither, nor ops/', async () => {
+test('api/ and worker/ never import each other; shared/ imports neither, nor ops/; client/ and the service import nothing of each other', async () => {
   assert.equal(crossings(await importGraph()), []);
 });
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { clock } from '../shared/clock.ts';
@@ -10,6 +11,9 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { addKey, createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
 import { probeRoutes } from './helpers/probe-routes.ts';
+import { emit } from './helpers/receiver.ts';
+import { lerUso, settled } from './helpers/uso.ts';
+import { routes } from '../api/routes/index.ts';
 import { MAX_HELD, RefusalCache } from '../api/refusal-cache.ts';
 import type { AdmissionRow } from '../api/admission-row.ts';
 
@@ -218,6 +222,32 @@ test('a key loses what its creator loses, at once', async () => {
   await exec(sql.unsafe`UPDATE usuarios SET ativo = false WHERE id = ${other.usuarioId}`);
   const inactive = await scopeProbe(other.token);
   assert.is(inactive.refused.status, 403, 'an inactive creator holds no permission');
+});
+
+test('a key whose creator is deactivated is 403 on every scoped route, the event log included, and pays nothing', async () => {
+  const other = await createAccount(app.db.pool, { plano: 'farm' });
+  const evento = await emit(app.db.pool, other.contaId, 'cotacao.aprovada', { objeto: 'cotacao', id: randomUUID(), codigo: 'COT-000001' });
+  await exec(sql.unsafe`UPDATE outbox SET relayed_at = now() WHERE id = ${evento}`);
+  const chamar = (route: (typeof routes)[number]) => request(`${app.baseUrl}${route.path.replace('{id}', evento)}`, {
+    method: route.method, token: other.token,
+    ...(route.method === 'POST' ? { body: {}, headers: { 'idempotency-key': `desativado-${route.operationId}` } } : {}),
+  });
+  const eventLog = routes.filter((r) => r.scope?.startsWith('eventos:'));
+  assert.equal(eventLog.map((r) => r.path), ['/eventos', '/eventos/{id}', '/eventos/{id}/entregas', '/eventos/{id}/reenviar']);
+  // While the creator is active, the event log answers (reenviar: 422, no endpoint receives it).
+  for (const route of eventLog) assert.ok([200, 422].includes((await chamar(route)).status), route.path);
+  await exec(sql.unsafe`UPDATE usuarios SET ativo = false WHERE id = ${other.usuarioId}`);
+  await settled(app);
+  const antes = await lerUso(app.db.pool, other.contaId, other.chaveId);
+  for (const route of routes.filter((r) => r.scope !== null)) {
+    const res = await chamar(route);
+    assert.is(res.status, 403, `${route.method} ${route.path}: ${res.text}`);
+    assert.is(res.body.codigo, 'escopo_insuficiente');
+  }
+  await settled(app);
+  assert.is((await lerUso(app.db.pool, other.contaId, other.chaveId)).mes, antes.mes, 'nothing charged in the month');
+  // Routes without a scope still answer: the key authenticates.
+  for (const route of routes.filter((r) => r.scope === null)) assert.is((await chamar(route)).status, 200, route.path);
 });
 
 test('the API switched off for the platform answers 503 indisponivel with Retry-After', async () => {

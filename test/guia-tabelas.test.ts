@@ -12,7 +12,7 @@ import { committedDocument } from '../ops/openapi.ts';
 import { sql } from '../shared/db/pool.ts';
 import { RETENTION } from '../shared/db/retention.ts';
 import { ESCOPOS } from '../shared/domain/acesso.ts';
-import { TIPOS_DE_EVENTO } from '../shared/domain/eventos.ts';
+import { PRODUTOS_ATE_EVENTOS_POR_PRODUTO, TIPOS_DE_EVENTO } from '../shared/domain/eventos.ts';
 import { RETRY_DELAYS_SECONDS } from '../shared/domain/webhooks.ts';
 import { MOTIVOS, TITULOS, type Codigo } from '../shared/errors.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -130,9 +130,15 @@ test('webhooks.md: the retry schedule and the bulk catalog threshold', () => {
   assert.match(prosa, `são ${RETRY_DELAYS_SECONDS.length + 1} tentativas`);
   const massa = TIPOS_DE_EVENTO.find((t) => t.tipo === 'catalogo.atualizado_em_massa');
   const minimo = (massa?.dados.shape.quantidade as z.ZodNumber | undefined)?.minValue;
-  assert.is(minimo, 21);
-  assert.match(prosa, 'mais de 20 produtos de uma vez');
+  assert.is(minimo, PRODUTOS_ATE_EVENTOS_POR_PRODUTO + 1);
+  assert.match(prosa, `mais de ${PRODUTOS_ATE_EVENTOS_POR_PRODUTO} produtos de uma vez`);
   assert.match(prosa, 'envia um único `catalogo.atualizado_em_massa` no lugar dos eventos por produto');
+  assert.match(prosa, 'Quem assina `produto.criado` ou `produto.atualizado` deve assinar também `catalogo.atualizado_em_massa`');
+  // The catalog says the same where /tipos-de-evento and the reference show it.
+  for (const tipo of ['produto.criado', 'produto.atualizado']) {
+    assert.match(TIPOS_DE_EVENTO.find((t) => t.tipo === tipo)?.descricao ?? '', `mais de ${PRODUTOS_ATE_EVENTOS_POR_PRODUTO} produtos não envia este evento`);
+  }
+  assert.match(massa?.descricao ?? '', 'quem assina os eventos de produto deve assinar este também');
 });
 
 test('the suspension rule and the event log\'s retention, as the service applies them', async () => {

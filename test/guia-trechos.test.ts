@@ -1,7 +1,7 @@
 // The guide's snippets of requests, run as the guide writes them against a running service (real
 // HTTP, real PostgreSQL): the curl ones with bash (where curl exists), the TypeScript ones
-// type-checked with the types `gerar-tipos` generates from the served OpenAPI document and run
-// with node. The catalog they name (the product CANECA with the variations CANECA-P and CANECA-G,
+// type-checked and run with node beside the official client as npm publishes it
+// (test/helpers/pacote.ts), which those that use it import. The catalog they name (the product CANECA with the variations CANECA-P and CANECA-G,
 // 120 channels) is made here.
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -15,6 +15,7 @@ import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.
 import { DRIVERS } from './helpers/guia-drivers.ts';
 import { pastaDeTrechos, programa, rodar, todosOsBlocos, trecho, TRECHOS, verificarTipos } from './helpers/guia.ts';
 import { client } from './helpers/http.ts';
+import { empacotarCliente, instalarCliente } from './helpers/pacote.ts';
 import { cannotRun } from './helpers/skip.ts';
 
 const test = suite('the guide\'s snippets of requests');
@@ -71,9 +72,10 @@ async function ts(nome: string, chave?: string): Promise<string> {
 /** The output the guide shows for a snippet (```http saida=<nome>). */
 const saidaMostrada = async (nome: string) => linhas((await todosOsBlocos()).find((b) => b.marcas.saida === nome)?.codigo ?? '');
 
-test('gerar-tipos generates the client\'s types from the served document; every TypeScript snippet type-checks with them', async () => {
+test('gerar-tipos generates a client\'s types from the served document; every TypeScript snippet type-checks beside the official client', async () => {
   await sh('gerar-tipos');
   assert.match(await readFile(path.join(dir, 'api.d.ts'), 'utf8'), '"/estoque/movimentos/lote"');
+  await instalarCliente(dir, await empacotarCliente(dir));
   for (const [nome, suiteDoTrecho] of Object.entries(TRECHOS)) {
     const b = await trecho(nome);
     if (suiteDoTrecho !== 'guia-trechos' || b.lang !== 'ts') continue;
@@ -84,7 +86,7 @@ test('gerar-tipos generates the client\'s types from the served document; every 
   assert.is(tipos.code, 0, tipos.stdout + tipos.stderr);
 });
 
-test('cliente-tipado reads the account and the catalog through the typed client', async () => {
+test('cliente-tipado reads the account and the catalog through the official client', async () => {
   const out = await ts('cliente-tipado');
   assert.match(out, /: plano guia, \d+ chamadas restantes no mês/);
   assert.match(out, 'CANECA Caneca de PLA');

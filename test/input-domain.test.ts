@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { criarInsumo } from '../shared/db/insumos.ts';
+import { sql } from '../shared/db/pool.ts';
 import { criarMaterial } from '../shared/db/materiais.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarCanalDeTeste, criarProdutoCompleto, definirSaldo, semLimites } from './helpers/catalogo.ts';
@@ -73,6 +74,28 @@ test('half a surrogate pair is 400, with or without an Idempotency-Key', async (
   refused(await post('/cotacoes', { cliente_nome: '\udc00', itens: [{ tipo: 'avulso', nome: 'x', quantidade: 1, preco_unitario_centavos: 1 }] }), 400, 'cliente_nome');
   // A well-formed pair (an emoji) is text like any other.
   assert.is((await post('/estoque/movimentos', movimento({ observacao: 'ok 🙂' }))).status, 201);
+});
+
+test('a body that is not UTF-8 (a Latin-1 ç) is 400 naming the problem; nothing is stored and its key stays free', async () => {
+  const semAcento = { cliente_nome: 'Conceicao', itens: [{ tipo: 'avulso', nome: 'Caneca', quantidade: 1, preco_unitario_centavos: 1 }] };
+  // The JSON text of "Conceição" in Latin-1: ç is the single byte E7, which UTF-8 never has alone.
+  const latin1 = Buffer.from(JSON.stringify({ ...semAcento, cliente_nome: 'Conceição' }), 'latin1');
+  const cotacoes = async () => Number(await app.db.pool.oneFirst(sql.unsafe`SELECT count(*) FROM cotacoes WHERE conta_id = ${conta.contaId}`));
+  const antes = await cotacoes();
+  for (const path of ['/cotacoes', '/estoque/movimentos']) {
+    const corpo = path === '/cotacoes' ? latin1 : Buffer.from(JSON.stringify(movimento({ observacao: 'Devolução' })), 'latin1');
+    const res = await request(`${app.baseUrl}${path}`, {
+      token: conta.token, headers: { 'idempotency-key': 'latin1-1', 'content-type': 'application/json' }, rawBody: corpo,
+    });
+    refused(res, 400, 'corpo');
+    assert.is(res.body.codigo, 'dados_invalidos');
+    assert.match(res.body.detail, 'UTF-8');
+  }
+  assert.is(await cotacoes(), antes, 'no quotation stored');
+  // The refusal kept nothing with the key: the same key with the body in UTF-8 is a new request.
+  const emUtf8 = await post('/cotacoes', { ...semAcento, cliente_nome: 'Conceição' }, { 'idempotency-key': 'latin1-1' });
+  assert.is(emUtf8.status, 201, emUtf8.text);
+  assert.is(emUtf8.body.cliente_nome, 'Conceição');
 });
 
 test('dates with year 0000 are 400 in filters and in bodies', async () => {

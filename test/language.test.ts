@@ -4,6 +4,8 @@
 // e-mails are checked here
 // for English prose (test/helpers/language.ts); every problem body any suite receives is checked by
 // the conformance check (test/helpers/conformance.ts).
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
@@ -15,6 +17,9 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount } from './helpers/fixtures.ts';
 import { client, request } from './helpers/http.ts';
 import { englishWords, inEnglish, readerTexts } from './helpers/language.ts';
+import { rodar } from './helpers/guia.ts';
+import { ErroDeConexao, gerarSegredo, verificarWebhook, type ErroDeAssinatura } from '../client/src/index.ts';
+import { projectRoot } from '../shared/config.ts';
 
 const test = suite('one language for the reader');
 let app: TestApp;
@@ -123,6 +128,34 @@ test('the e-mails to a key\'s creator and an endpoint\'s creator are Portuguese'
     SELECT kind, subject, body FROM outgoing_emails WHERE conta_id = ${account.contaId} ORDER BY created_at, kind`);
   assert.equal(emails.map((e) => e.kind).sort(), ['chave_suspensa', 'webhook_endpoint_desativado', 'webhook_endpoint_desativado']);
   assert.equal(inEnglish(emails.flatMap((e) => [{ at: `${e.kind} subject`, text: e.subject }, { at: `${e.kind} body`, text: e.body }])), []);
+});
+
+// The official client (client/) is read by integrators too: its README and CHANGELOG, the
+// documentation comments their editors show (/** … */; notes for the maintainers are // comments),
+// the command's help and lines, and the messages of the errors it throws.
+test('the official client\'s README, changelog, documentation comments, command and errors are Portuguese', async () => {
+  const markdown = (arquivo: string) => readFileSync(path.join(projectRoot, 'client', arquivo), 'utf8').replace(/^```[\s\S]*?^```$/gm, ' ');
+  const textos = ['README.md', 'CHANGELOG.md'].map((arquivo) => ({ at: `client/${arquivo}`, text: markdown(arquivo).replace(/\[[^\]]*\]\([^)]*\)/g, ' ') }));
+  for (const arquivo of readdirSync(path.join(projectRoot, 'client', 'src')).filter((f) => f !== 'openapi.ts')) {
+    const fonte = readFileSync(path.join(projectRoot, 'client', 'src', arquivo), 'utf8');
+    for (const comentario of fonte.match(/\/\*\*[\s\S]*?\*\//g) ?? []) textos.push({ at: `client/src/${arquivo}`, text: comentario.replace(/^\s*\/?\*+\/?/gm, ' ') });
+  }
+  const ajuda = await rodar(process.execPath, [path.join(projectRoot, 'client', 'src', 'cli.ts'), '--ajuda'], { cwd: projectRoot });
+  const sem = await rodar(process.execPath, [path.join(projectRoot, 'client', 'src', 'cli.ts'), 'escutar'], { cwd: projectRoot, env: { PRINTFARM_API: '', PRINTFARM_CHAVE: '' } });
+  assert.is(sem.code, 64);
+  textos.push({ at: 'printfarm --ajuda', text: ajuda.stdout }, { at: 'printfarm escutar (sem opções)', text: sem.stderr });
+  const semResposta = new ErroDeConexao(new Error('connect ECONNREFUSED'), null, 4);
+  textos.push({ at: 'ErroDeConexao', text: semResposta.message.split(':')[0] ?? '' });
+  for (const motivo of ['cabecalho_ausente', 'fora_do_prazo', 'assinatura_invalida'] as const) {
+    try {
+      verificarWebhook({ corpo: '{}', cabecalhos: motivo === 'cabecalho_ausente' ? {} : { 'webhook-id': 'x', 'webhook-timestamp': motivo === 'fora_do_prazo' ? '1' : String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,x' } }, { segredo: gerarSegredo() });
+    } catch (error) {
+      assert.is((error as ErroDeAssinatura).motivo, motivo);
+      textos.push({ at: `ErroDeAssinatura ${motivo}`, text: (error as Error).message });
+    }
+  }
+  assert.ok(textos.length > 40, `${textos.length} texts`);
+  assert.equal(inEnglish(textos), []);
 });
 
 test.run();

@@ -68,7 +68,8 @@ async function domainSnapshot(): Promise<{ domain: string; keys: number; month: 
 async function send(req: GeneratedRequest): Promise<{ status: number; headers: Headers; text: string }> {
   const url = new URL(`${app.baseUrl}${req.path}`);
   for (const [k, v] of req.query) url.searchParams.append(k, v);
-  const res = await fetch(url, { method: req.method, headers: req.headers, body: ['GET', 'HEAD'].includes(req.method) ? undefined : req.body });
+  const bytes = req.encoding === 'latin1' && req.body !== undefined ? Buffer.from(req.body, 'latin1') : req.body;
+  const res = await fetch(url, { method: req.method, headers: req.headers, body: ['GET', 'HEAD'].includes(req.method) ? undefined : bytes });
   const text = await res.text();
   checkConformance(req.method, url.toString(), res.status, res.headers, text);
   return { status: res.status, headers: res.headers, text };

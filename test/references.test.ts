@@ -5,7 +5,7 @@
 // - a document that was removed: the notebook of decisions (now the records of docs/decisions/)
 //   and the copy of the contract (now the integrator's guide);
 // - a repository path (api/, worker/, shared/, sql/, ops/, test/, bench/, docs/ …) that names
-//   nothing tracked, unless git ignores it (made by a command, like test/generated/);
+//   nothing tracked, unless git ignores it (made by a command, like client/dist/);
 // - a section named as `<file>, "<heading>"` (README, BENCHMARKS.md, CHANGELOG.md or a docs/ page)
 //   whose file has no such heading (a BENCHMARKS.md heading may be named by its part before a colon
 //   or a parenthesis: `BENCHMARKS.md, "Webhooks"`);
@@ -50,7 +50,7 @@ const REMOVED: Record<string, string> = {
   [CONTRACT_COPY]: 'removed: the integrator\'s guide is docs/guia/',
 };
 const REMOVED_RE = new RegExp(Object.keys(REMOVED).map((p) => p.replace('.', '\\.')).join('|'), 'g');
-const ROOTS = ['api', 'worker', 'shared', 'sql', 'ops', 'test', 'bench', 'docs'];
+const ROOTS = ['api', 'worker', 'shared', 'sql', 'ops', 'test', 'bench', 'docs', 'client'];
 const REPO_PATH = new RegExp(`(?<![\\w./@~$-])(?:${ROOTS.join('|')})/(?:[\\w*.-]+/?)*`, 'g');
 const RELATIVE_SHARED = /(?<![\w.])(?:\.\.\/)+shared\/[\w./-]*/g;
 const SECTION = /(?<![\w/.-])(README(?:\.md)?|BENCHMARKS\.md|CHANGELOG\.md|docs\/[\w./-]+\.md)[,:]?\s+"([^"\n]+)"/g;

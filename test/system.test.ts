@@ -4,8 +4,11 @@ import { sql } from '../shared/db/pool.ts';
 import { TIPOS_DE_EVENTO } from '../shared/domain/eventos.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
-import { client, request, type TestResponse } from './helpers/http.ts';
+import { clienteDeTeste } from './helpers/cliente.ts';
+import { client, request } from './helpers/http.ts';
 
+// The routes an integrator calls first, through the official client as an integrator calls them;
+// the cursors' refusals and the OpenAPI document at the raw HTTP edge.
 const test = suite('saude, conta, tipos-de-evento and the OpenAPI document');
 let app: TestApp;
 let account: TestAccount;
@@ -17,39 +20,36 @@ test.before(async () => {
 test.after(async () => app.stop());
 
 test('GET /saude answers ok with the version and a date-time with offset', async () => {
-  const res = await client(app.baseUrl, account.token).get('/saude');
-  assert.is(res.status, 200);
-  assert.is(res.body.situacao, 'ok');
-  assert.is(res.body.versao, 'v1');
-  assert.match(res.body.agora, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
+  const saude = await clienteDeTeste(app.baseUrl, account.token).GET('/saude');
+  assert.is(saude.situacao, 'ok');
+  assert.is(saude.versao, 'v1');
+  assert.match(saude.agora, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
 });
 
 test('GET /conta shows the account, the key without its secret, the plan limits and the month use, to which it adds nothing', async () => {
   await app.db.pool.query(sql.unsafe`
     INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 40)
     ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = 40`);
-  const res = await client(app.baseUrl, account.token).get('/conta');
-  assert.is(res.status, 200);
-  assert.is(res.body.id, account.contaId);
-  assert.is(res.body.plano, 'oficina');
-  assert.is(res.body.chave.id, account.chaveId);
-  assert.equal(res.body.chave.escopos, ['pedidos:ler']);
-  assert.is(res.body.chave.prefixo, account.token.slice(4, 12));
-  assert.not.match(res.text, account.token.slice(13));
-  assert.equal(res.body.limites, {
+  const conta = await clienteDeTeste(app.baseUrl, account.token).GET('/conta');
+  assert.is(conta.id, account.contaId);
+  assert.is(conta.plano, 'oficina');
+  assert.is(conta.chave.id, account.chaveId);
+  assert.equal(conta.chave.escopos, ['pedidos:ler']);
+  assert.is(conta.chave.prefixo, account.token.slice(4, 12));
+  assert.not.match(JSON.stringify(conta), account.token.slice(13));
+  assert.equal(conta.limites, {
     chaves_ativas: 3, webhook_endpoints: 3, leituras_por_minuto: 60, escritas_por_minuto: 20, chamadas_por_mes: 150000,
     rajada: 10, rajada_recarga_por_segundo: 2, simultaneas_por_chave: 3, simultaneas_por_conta: 3, entregas_webhook_por_hora: 1000,
   });
   // GET /conta itself costs nothing against the month.
-  assert.is(res.body.uso.chamadas, 40);
-  assert.is(res.body.uso.restantes, 150000 - 40);
+  assert.is(conta.uso.chamadas, 40);
+  assert.is(conta.uso.restantes, 150000 - 40);
 });
 
 test('GET /tipos-de-evento lists every event type of the contract with its object and permission', async () => {
-  const res = await client(app.baseUrl, account.token).get('/tipos-de-evento');
-  assert.is(res.status, 200);
-  assert.is(res.body.proximo_cursor, null);
-  const byType = new Map(res.body.dados.map((t: { tipo: string }) => [t.tipo, t]));
+  const pagina = await clienteDeTeste(app.baseUrl, account.token).GET('/tipos-de-evento');
+  assert.is(pagina.proximo_cursor, null);
+  const byType = new Map(pagina.dados.map((t) => [t.tipo, t]));
   assert.is(byType.size, 16);
   const expected: [string, string, string | null][] = [
     ['cotacao.criada', 'cotacao', 'cotacoes.ver'], ['cotacao.enviada', 'cotacao', 'cotacoes.ver'],
@@ -62,7 +62,7 @@ test('GET /tipos-de-evento lists every event type of the contract with its objec
     ['catalogo.atualizado_em_massa', 'catalogo', 'produtos.ver'], ['webhook.teste', 'teste', null],
   ];
   for (const [tipo, objeto, permissao] of expected) {
-    const t = byType.get(tipo) as { objeto: string; permissao: string | null; descricao: string } | undefined;
+    const t = byType.get(tipo);
     assert.ok(t, tipo);
     assert.is(t?.objeto, objeto, tipo);
     assert.is(t?.permissao, permissao, tipo);
@@ -78,24 +78,16 @@ async function listerKey(): Promise<TestAccount> {
 }
 
 test('GET /tipos-de-evento pages like every list: limite=1 goes through every type exactly once', async () => {
-  const api = client(app.baseUrl, (await listerKey()).token);
+  const api = clienteDeTeste(app.baseUrl, (await listerKey()).token);
   const seen: string[] = [];
-  let cursor: string | null = null;
-  do {
-    const res: TestResponse = await api.get(`/tipos-de-evento?limite=1${cursor ? `&cursor=${cursor}` : ''}`);
-    assert.is(res.status, 200, res.text);
-    assert.is(res.body.dados.length, 1);
-    seen.push(res.body.dados[0].tipo);
-    cursor = res.body.proximo_cursor;
-  } while (cursor && seen.length <= TIPOS_DE_EVENTO.length);
+  for await (const t of api.listar('/tipos-de-evento', { params: { query: { limite: 1 } } })) seen.push(t.tipo);
   assert.equal(seen, TIPOS_DE_EVENTO.map((t) => t.tipo));
   // A page size of its own, with a cursor made under another limite (limite is not bound).
-  const first = await api.get('/tipos-de-evento?limite=5');
-  assert.is(first.body.dados.length, 5);
-  const rest = await api.get(`/tipos-de-evento?limite=100&cursor=${first.body.proximo_cursor}`);
-  assert.is(rest.status, 200);
-  assert.equal(rest.body.dados.map((t: { tipo: string }) => t.tipo), seen.slice(5));
-  assert.is(rest.body.proximo_cursor, null);
+  const first = await api.GET('/tipos-de-evento', { params: { query: { limite: 5 } } });
+  assert.is(first.dados.length, 5);
+  const rest = await api.GET('/tipos-de-evento', { params: { query: { limite: 100, cursor: first.proximo_cursor ?? '' } } });
+  assert.equal(rest.dados.map((t) => t.tipo), seen.slice(5));
+  assert.is(rest.proximo_cursor, null);
 });
 
 test('GET /tipos-de-evento refuses a cursor of another list, and its cursor is refused by another list', async () => {

@@ -3,6 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { sql } from '../shared/db/pool.ts';
+import { PRODUTOS_ATE_EVENTOS_POR_PRODUTO } from '../shared/domain/eventos.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { addEndpoint, closeGroupingWindows, emit, eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
@@ -158,25 +159,28 @@ for (const fuso of ['America/Sao_Paulo', 'Asia/Tokyo']) {
   });
 }
 
-test('one transaction changing 20 products emits 20 produto.atualizado; 21 products emit one catalogo.atualizado_em_massa', async () => {
-  const catalogo = await produtos('LOTE', 21);
+// The threshold the catalog's descriptions state (/tipos-de-evento, the reference, the guide).
+const ATE = PRODUTOS_ATE_EVENTOS_POR_PRODUTO;
+
+test(`one transaction changing ${ATE} products emits ${ATE} produto.atualizado; ${ATE + 1} products emit one catalogo.atualizado_em_massa`, async () => {
+  const catalogo = await produtos('LOTE', ATE + 1);
   const ids = catalogo.map((p) => p.produtoId);
   await closeGroupingWindows(app.db.pool);
   await receiver.waitFor(1, (r) => r.json?.tipo === 'catalogo.atualizado_em_massa');
   const bulkBefore = delivered('catalogo.atualizado_em_massa').length;
 
-  await app.db.pool.query(sql.unsafe`UPDATE produtos SET ativo = false WHERE id = ANY (${sql.array(ids.slice(0, 20), 'uuid')})`);
-  const twenty = (await pendentes('produto.atualizado')).filter((e) => ids.includes(e.dados.id));
-  assert.is(twenty.length, 20);
+  await app.db.pool.query(sql.unsafe`UPDATE produtos SET ativo = false WHERE id = ANY (${sql.array(ids.slice(0, ATE), 'uuid')})`);
+  const porProduto = (await pendentes('produto.atualizado')).filter((e) => ids.includes(e.dados.id));
+  assert.is(porProduto.length, ATE);
   await closeGroupingWindows(app.db.pool);
-  await receiver.waitFor(20, (r) => r.json?.tipo === 'produto.atualizado' && ids.includes(r.json.dados.id));
+  await receiver.waitFor(ATE, (r) => r.json?.tipo === 'produto.atualizado' && ids.includes(r.json.dados.id));
 
   const before = new Date();
   await app.db.pool.query(sql.unsafe`
     INSERT INTO precos (conta_id, variacao_id, canal_id, a_partir_de, preco_centavos)
     SELECT ${account.contaId}, v, ${canalId}, 10, 500 FROM unnest(${sql.array(catalogo.map((p) => p.variacaoId), 'uuid')}) AS v`);
   const [bulk] = await receiver.waitFor(bulkBefore + 1, (r) => r.json?.tipo === 'catalogo.atualizado_em_massa').then((l) => l.slice(bulkBefore));
-  assert.is(bulk?.json.dados.quantidade, 21);
+  assert.is(bulk?.json.dados.quantidade, ATE + 1);
   assert.ok(Math.abs(Date.parse(bulk?.json.dados.desde) - before.getTime()) < 5_000);
   assert.is((await pendentes('produto.atualizado')).filter((e) => ids.includes(e.dados.id)).length, 0, 'no per-product events');
 });

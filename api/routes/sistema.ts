@@ -4,7 +4,7 @@ import { lerChave } from '../../shared/db/chaves.ts';
 import { lerPlanoDaConta, Plano } from '../../shared/db/contas.ts';
 import { sql } from '../../shared/db/pool.ts';
 import { ESCOPOS, PERMISSOES } from '../../shared/domain/acesso.ts';
-import { TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
+import { PRODUTOS_ATE_EVENTOS_POR_PRODUTO, TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
 import { clock } from '../../shared/clock.ts';
 import type { Cost } from '../cost.ts';
 import { conditionalList, listResponses, envelope, fixedListQuery, fixedPage, listCost } from '../lists.ts';
@@ -165,7 +165,9 @@ const getTiposDeEvento = defineRoute({
   path: '/tipos-de-evento',
   tag: 'Sistema',
   summary: 'Lista os tipos de evento de webhook',
-  description: 'Todos os tipos de evento que o serviço envia, com o objeto que o dados de cada um descreve, os campos dele e a permissão que quem criou um endpoint precisa ter para recebê-lo. Pagina como toda lista (limite e cursor); a página padrão traz o catálogo inteiro.',
+  description: 'Todos os tipos de evento que o serviço envia, com o objeto que o dados de cada um descreve, os campos dele e a permissão que quem criou um endpoint precisa ter para recebê-lo. Pagina como toda lista (limite e cursor); a página padrão traz o catálogo inteiro. '
+    + `Uma operação que cria ou altera mais de ${PRODUTOS_ATE_EVENTOS_POR_PRODUTO} produtos envia um único catalogo.atualizado_em_massa no lugar `
+    + 'dos produto.criado e produto.atualizado desses produtos: quem assina os eventos de produto deve assinar esse também.',
   scope: null,
   permission: null,
   cost: listCost,

@@ -33,6 +33,15 @@ const referencias = {
   metadados: z.record(z.string(), z.string()).describe('Os metadados do registro; {} quando não foram informados.'),
 };
 
+/**
+ * One operation (a transaction) that creates or changes more than this many products sends one
+ * catalogo.atualizado_em_massa instead of their produto.* events (sql/code/catalogo.sql,
+ * catalogo_emitir_eventos, holds the same number; docs/decisions/XXXX-bulk-catalog-event.md).
+ */
+export const PRODUTOS_ATE_EVENTOS_POR_PRODUTO = 20;
+const EM_MASSA = `Uma operação que cria ou altera mais de ${PRODUTOS_ATE_EVENTOS_POR_PRODUTO} produtos não envia este evento: `
+  + 'envia um único catalogo.atualizado_em_massa no lugar dos eventos de cada produto; assine os dois.';
+
 const cotacao = (d: Record<string, unknown>) => `/cotacoes/${String(d.id)}`;
 const pedido = (d: Record<string, unknown>) => `/pedidos-producao/${String(d.id)}`;
 const produto = (d: Record<string, unknown>) => `/produtos/${String(d.id)}`;
@@ -50,9 +59,9 @@ export const TIPOS_DE_EVENTO: readonly TipoEvento[] = [
   { tipo: 'pedido_producao.concluido', descricao: 'O pedido é finalizado.', objeto: 'pedido_producao', campos: ['id', 'codigo', ...REFERENCIAS], permissao: 'producao.ver', agrupado: false, caminho: pedido, dados: dados('pedido_producao', { id, codigo, ...referencias }) },
   { tipo: 'estoque.baixo', descricao: 'O saldo de um insumo fica abaixo do mínimo; no máximo um aviso por insumo por dia.', objeto: 'insumo', campos: ['insumo', 'abaixo_do_minimo'], permissao: 'estoque_insumos.ver', agrupado: false, caminho: () => '/estoque-insumos?abaixo_do_minimo=true', dados: dados('insumo', { insumo: z.looseObject({ tipo: z.enum(['material_cor', 'componente', 'embalagem']), id }), abaixo_do_minimo: z.boolean() }) },
   { tipo: 'estoque.movimentado', descricao: 'Entrada, saída ou ajuste de peças prontas; agrupado a cada 60 segundos por variação.', objeto: 'estoque', campos: ['variacao_id', 'local_id', 'tipo', 'movimento_id', ...REFERENCIAS], permissao: 'produtos.ver', agrupado: true, caminho: (d) => `/estoque?variacao_id=${String(d.variacao_id)}`, dados: dados('estoque', { variacao_id: id, local_id: id, tipo: z.enum(['entrada', 'saida', 'ajuste']), movimento_id: id.describe('O movimento mais recente da variação, o que estes dados descrevem.'), ...referencias }) },
-  { tipo: 'produto.criado', descricao: 'Um produto novo no catálogo.', objeto: 'produto', campos: ['id', 'sku'], permissao: 'produtos.ver', agrupado: false, caminho: produto, dados: dados('produto', { id, sku: z.string() }) },
-  { tipo: 'produto.atualizado', descricao: 'Preço, variação, faixa ou status de um produto mudou; agrupado a cada 60 segundos por produto.', objeto: 'produto', campos: ['id', 'sku'], permissao: 'produtos.ver', agrupado: true, caminho: produto, dados: dados('produto', { id, sku: z.string() }) },
-  { tipo: 'catalogo.atualizado_em_massa', descricao: 'Uma operação (precificação em massa ou importação) alterou mais de 20 produtos.', objeto: 'catalogo', campos: ['quantidade', 'desde'], permissao: 'produtos.ver', agrupado: false, caminho: () => '/produtos?ordem=atualizado_em', dados: dados('catalogo', { quantidade: z.number().int().min(21), desde: z.iso.datetime({ offset: true }) }) },
+  { tipo: 'produto.criado', descricao: `Um produto novo no catálogo. ${EM_MASSA}`, objeto: 'produto', campos: ['id', 'sku'], permissao: 'produtos.ver', agrupado: false, caminho: produto, dados: dados('produto', { id, sku: z.string() }) },
+  { tipo: 'produto.atualizado', descricao: `Preço, variação, faixa ou status de um produto mudou; agrupado a cada 60 segundos por produto. ${EM_MASSA}`, objeto: 'produto', campos: ['id', 'sku'], permissao: 'produtos.ver', agrupado: true, caminho: produto, dados: dados('produto', { id, sku: z.string() }) },
+  { tipo: 'catalogo.atualizado_em_massa', descricao: `Uma operação (precificação em massa ou importação) criou ou alterou mais de ${PRODUTOS_ATE_EVENTOS_POR_PRODUTO} produtos. Sai no lugar dos produto.criado e produto.atualizado desses produtos, que não são enviados: quem assina os eventos de produto deve assinar este também, e ler GET /produtos?ordem=atualizado_em&atualizado_desde=<desde>.`, objeto: 'catalogo', campos: ['quantidade', 'desde'], permissao: 'produtos.ver', agrupado: false, caminho: () => '/produtos?ordem=atualizado_em', dados: dados('catalogo', { quantidade: z.number().int().min(PRODUTOS_ATE_EVENTOS_POR_PRODUTO + 1), desde: z.iso.datetime({ offset: true }) }) },
   { tipo: 'webhook.teste', descricao: 'O usuário dispara um teste na tela do endpoint.', objeto: 'teste', campos: ['mensagem'], permissao: null, agrupado: false, caminho: () => null, dados: dados('teste', { mensagem: z.string() }) },
 ];
 

@@ -155,6 +155,8 @@ BEGIN
   IF v_ids IS NULL THEN
     RETURN NULL;
   END IF;
+  -- 20 is PRODUTOS_ATE_EVENTOS_POR_PRODUTO of shared/domain/eventos.ts, the number the event
+  -- catalog's descriptions state.
   IF cardinality(v_ids) > 20 THEN
     -- Every product of the transaction has atualizado_em = now(), so atualizado_desde = desde
     -- finds them all; milliseconds are floored so desde never falls after them.

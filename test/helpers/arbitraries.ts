@@ -62,6 +62,8 @@ export type GeneratedRequest = {
   query: [string, string][];
   headers: Record<string, string>;
   body: string | undefined;
+  /** How the body's text goes out as bytes: UTF-8, or Latin-1 (bytes that are not UTF-8 when it has a ç). */
+  encoding?: 'latin1';
   /** The mutation applied, for the report of a failure. */
   mutation: string;
 };
@@ -107,6 +109,7 @@ export function mutated(valid: fc.Arbitrary<GeneratedRequest>): fc.Arbitrary<Gen
       ['chave repetida no corpo', () => ({ ...req, body: req.body?.replace(/^\{/, `{"tipo": ${JSON.stringify(value)},`) })],
       ['corpo aninhado demais', () => ({ ...req, body: deepNesting(5_000) })],
       ['corpo que não é JSON', () => ({ ...req, body: text })],
+      ['corpo em Latin-1', () => ({ ...replaceInBody(req, pick, 'Conceição'), encoding: 'latin1' as const })],
       ['corpo ausente', () => ({ ...req, body: undefined })],
       ['parâmetro de query trocado', () => ({ ...req, query: req.query.length ? req.query.map(([k, v], i) => [k, i === pick % req.query.length ? show(value) : v]) : [['limite', show(value)]] })],
       ['parâmetro de query desconhecido', () => ({ ...req, query: [...req.query, ['filtro_inexistente', show(value)]] })],

@@ -19,7 +19,7 @@ export const LINGUAGENS_EXECUTADAS = ['sh', 'ts', 'python', 'php'] as const;
  * Every snippet of the guide, by the suite that runs it. A snippet not listed here fails
  * test/guia.test.ts; each suite checks that it ran all of its own.
  */
-export const TRECHOS: Record<string, 'guia-trechos' | 'guia-webhooks'> = {
+export const TRECHOS: Record<string, 'guia-trechos' | 'guia-webhooks' | 'guia-cliente'> = {
   'saude': 'guia-trechos',
   'conta': 'guia-trechos',
   'produtos': 'guia-trechos',
@@ -42,6 +42,8 @@ export const TRECHOS: Record<string, 'guia-trechos' | 'guia-webhooks'> = {
   'eventos-recentes': 'guia-webhooks',
   'tentativas': 'guia-webhooks',
   'reenviar': 'guia-webhooks',
+  'receber-webhook': 'guia-cliente',
+  'escutar': 'guia-cliente',
 };
 
 export async function paginas(): Promise<Pagina[]> {

@@ -6,11 +6,11 @@ export type TestResponse<T = any> = { status: number; headers: Headers; body: T;
 
 export async function request<T = any>(
   url: string,
-  init: { method?: string; token?: string; headers?: Record<string, string>; body?: unknown; rawBody?: string } = {},
+  init: { method?: string; token?: string; headers?: Record<string, string>; body?: unknown; rawBody?: string | Uint8Array } = {},
 ): Promise<TestResponse<T>> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.token) headers.authorization = `Bearer ${init.token}`;
-  let body: string | undefined = init.rawBody;
+  let body: string | Uint8Array | undefined = init.rawBody;
   if (init.body !== undefined) {
     body = JSON.stringify(init.body);
     headers['content-type'] ??= 'application/json';
