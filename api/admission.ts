@@ -126,6 +126,8 @@ function refusal(row: AdmissionRow, route: AnyRoute): ApiError {
       return escopoInsuficiente(`A chave não tem o escopo ${route.scope}.`);
     case 'permissao':
       return escopoInsuficiente(`Quem criou a chave não tem a permissão ${route.permission}.`);
+    case 'criador_desativado':
+      return escopoInsuficiente('Quem criou a chave foi desativado no aplicativo: a chave não tem nenhuma permissão.');
     case 'api_desligada':
       return indisponivel('A API está desligada no momento.', n(row.retry_after));
     default:

@@ -6,7 +6,6 @@ import type { Request, Response } from 'restify';
 import { ApiError, fromDatabaseError } from '../shared/errors.ts';
 import { admit } from './admission.ts';
 import { isUnavailable } from './breaker.ts';
-import { needsCreatorCheck, refuseDeactivatedCreator } from './creator.ts';
 import { BODY_DEADLINE_MS, MAX_BODY_BYTES, readJsonBody } from './body.ts';
 import { beginWrite, begunFrom, bodyHash, recordOutcome, recordRefusal, replayedRefusal, type Begun, type KeyedRequest } from './idempotency.ts';
 import type { Db, Tx } from '../shared/db/pool.ts';
@@ -53,8 +52,6 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   state.slotKey = admission.caller.chaveId;
   state.cost = admission.charge.month;
   state.charge = admission.charge;
-  if (needsCreatorCheck(route)) await refuseDeactivatedCreator(deps, admission.caller, state);
-
   const { parsed, keyed } = await inputOf(route, req, url, state, early);
   const ctx: RouteContext<unknown, unknown, unknown, unknown> = {
     requestId: state.requestId,

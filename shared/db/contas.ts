@@ -98,10 +98,3 @@ export async function listarUsuarios(db: Db, contaId: string): Promise<readonly 
   return db.any(sql.type(UsuarioRow)`
     SELECT id, conta_id, nome, email, permissoes, ativo FROM usuarios WHERE conta_id = ${contaId} ORDER BY criado_em, id`);
 }
-
-/** Whether the user is active: a deactivated user's keys hold no permission. */
-export async function usuarioAtivo(db: Db, contaId: string, usuarioId: string): Promise<boolean> {
-  const ativo = await db.maybeOneFirst(sql.type(z.object({ ativo: z.boolean() }))`
-    SELECT ativo FROM usuarios WHERE conta_id = ${contaId} AND id = ${usuarioId}`);
-  return ativo ?? false;
-}

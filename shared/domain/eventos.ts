@@ -36,7 +36,7 @@ const referencias = {
 /**
  * One operation (a transaction) that creates or changes more than this many products sends one
  * catalogo.atualizado_em_massa instead of their produto.* events (sql/code/catalogo.sql,
- * catalogo_emitir_eventos, holds the same number; docs/decisions/XXXX-bulk-catalog-event.md).
+ * catalogo_emitir_eventos, holds the same number; docs/decisions/0039-bulk-catalog-event.md).
  */
 export const PRODUTOS_ATE_EVENTOS_POR_PRODUTO = 20;
 const EM_MASSA = `Uma operação que cria ou altera mais de ${PRODUTOS_ATE_EVENTOS_POR_PRODUTO} produtos não envia este evento: `

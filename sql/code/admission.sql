@@ -120,7 +120,7 @@ BEGIN
       LEFT JOIN LATERAL (
         SELECT ch.id AS chave_id, ch.conta_id, ch.usuario_id, ch.escopos, ch.suspensa_ate, ch.recusas_consecutivas,
                ch.ultimo_uso_em, c.plano_id, c.bloqueada, c.api_ativa,
-               CASE WHEN u.ativo THEN u.permissoes ELSE '{}'::text[] END AS permissoes,
+               CASE WHEN u.ativo THEN u.permissoes ELSE '{}'::text[] END AS permissoes, u.ativo AS criador_ativo,
                p.api_disponivel, p.rajada, p.rajada_recarga_por_segundo, p.simultaneas_por_chave, p.simultaneas_por_conta,
                p.chamadas_por_mes, p.leituras_por_minuto, p.escritas_por_minuto, (SELECT api_enabled FROM platform) AS api_enabled
           FROM chaves_api ch
@@ -211,7 +211,7 @@ BEGIN
     END IF;
 
     v_refusal := admission_refusal(x.bloqueada, x.api_ativa, x.api_disponivel, v_suspensa, x.escopo, x.escopos,
-                                   x.permissao, x.permissoes, x.api_enabled);
+                                   x.permissao, x.permissoes, x.criador_ativo, x.api_enabled);
     IF v_refusal IS NOT NULL THEN
       v_out[x.i] := admission_refused(v_refusal, v_caller, v_suspensa);
       CONTINUE;

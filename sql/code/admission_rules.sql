@@ -26,10 +26,12 @@ LANGUAGE sql IMMUTABLE AS $$
 $$;
 
 -- Why a valid key is refused before any limit is counted (403, or 503 for the platform switch), or
--- NULL: a blocked account, the API module off, a suspended key, a scope or permission it lacks.
+-- NULL: a blocked account, the API module off, a suspended key, a scope or permission it lacks, or
+-- (on a route with a scope) a creator deactivated in the application: the key holds what its
+-- creator holds, and they hold nothing.
 CREATE FUNCTION admission_refusal(
   p_bloqueada boolean, p_api_ativa boolean, p_api_disponivel boolean, p_suspensa timestamptz,
-  p_escopo text, p_escopos text[], p_permissao text, p_permissoes text[], p_api_enabled boolean
+  p_escopo text, p_escopos text[], p_permissao text, p_permissoes text[], p_criador_ativo boolean, p_api_enabled boolean
 ) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE WHEN p_bloqueada THEN 'conta_bloqueada'
@@ -37,6 +39,7 @@ LANGUAGE sql IMMUTABLE AS $$
               WHEN p_suspensa IS NOT NULL THEN 'chave_suspensa'
               WHEN p_escopo IS NOT NULL AND NOT (p_escopo = ANY (p_escopos)) THEN 'escopo'
               WHEN p_permissao IS NOT NULL AND NOT (p_permissao = ANY (p_permissoes)) THEN 'permissao'
+              WHEN p_escopo IS NOT NULL AND NOT p_criador_ativo THEN 'criador_desativado'
               WHEN NOT p_api_enabled THEN 'api_desligada' END
 $$;
 
