@@ -1,13 +1,19 @@
-// Admission (issue 3): GET /v1/saude through the full pipeline — key lookup, scope, concurrency
-// slot, burst, minute and month counters, headers, request log — against a bare restify route doing
-// one UPDATE and one SELECT on the same database, in the same run. Many accounts and keys, plans
+// Admission: GET /v1/saude through the full pipeline (key lookup, scope, concurrency slot, burst,
+// minute and month counters, headers, request log) against a bare restify route doing one UPDATE and
+// one SELECT on the same database, alternately in the same rounds; then api_admit called directly,
+// by batch size, for what admission itself costs PostgreSQL. 200 accounts with one key each, plans
 // raised so nothing is refused.
 import { createDatabasePool } from '../shared/db/pool.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
+import { admissionCalls, type CallsRow, type Key } from './admission-calls.ts';
 import { benchDatabase, cpuCell, load, spawnServer, writeSection, type LoadResult } from './lib.ts';
+import { spread } from './spread.ts';
 
 const ACCOUNTS = 200;
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CALL_SECONDS = Number(process.env.BENCH_CALL_SECONDS ?? 4);
+const SIZES = [1, 4, 16, 64];
 
 const db = await benchDatabase('admission');
 const pool = await createDatabasePool(db.url, { size: 4, statementTimeoutMs: 60_000, applicationName: 'bench' });
@@ -15,8 +21,8 @@ await createPlan(pool, 'bench', {
   chaves_ativas: 10, leituras_por_minuto: 100_000_000, escritas_por_minuto: 100_000_000, chamadas_por_mes: 2_000_000_000,
   rajada: 1_000_000, rajada_recarga_por_segundo: 1_000_000, simultaneas_por_chave: 1000, simultaneas_por_conta: 1000,
 });
-const tokens: string[] = [];
-for (let i = 0; i < ACCOUNTS; i++) tokens.push((await createAccount(pool, { plano: 'bench', escopos: [] })).token);
+const keys: Key[] = [];
+for (let i = 0; i < ACCOUNTS; i++) keys.push(await createAccount(pool, { plano: 'bench', escopos: [] }));
 
 const api = await spawnServer('api/main.ts', { DATABASE_URL: db.url, DB_POOL_SIZE: process.env.BENCH_POOL ?? '10' }, '/v1/openapi.json');
 const bare = await spawnServer('bench/bare-server.ts', { DATABASE_URL: db.url }, '/hello');
@@ -34,49 +40,72 @@ async function sequential(url: string, headers: Record<string, string>): Promise
   times.sort((a, b) => a - b);
   return times[Math.floor(times.length / 2)] ?? 0;
 }
-const withKey = (req: Record<string, any>) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[k++ % tokens.length]}` } });
+const withKey = (req: Record<string, any>) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${keys[k++ % keys.length]?.token}` } });
+
+type Row = { name: string; runs: LoadResult[] };
+const pg = (r: LoadResult) => r.cpu.PostgreSQL ?? 0;
+
+function httpRow({ name, runs }: Row): string {
+  const of = (pick: (r: LoadResult) => number) => spread(runs.map(pick));
+  const cpu = runs.map(cpuCell).join('; ');
+  return `| ${name} | ${of((r) => r.rps)} | ${of((r) => r.p50)} | ${of((r) => r.p99)} | ${runs.reduce((n, r) => n + r.non2xx + r.errors, 0)} | `
+    + `${of(pg)} | ${of((r) => r.written?.walBytes ?? 0)} | ${cpu} |`;
+}
+
+function callsRow(size: number, runs: CallsRow[]): string {
+  return `| ${size} | ${spread(runs.map((r) => r.requestsPerSecond))} | **${spread(runs.map((r) => r.pgUs))}** | ${spread(runs.map((r) => r.walBytes))} |`;
+}
 
 try {
-  const results: [string, LoadResult][] = [];
-  const run = async (name: string, url: string, connections: number, setupRequest?: typeof withKey) => {
-    const r = await load({ url, connections, seconds: SECONDS, setupRequest });
-    process.stdout.write(`${name}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors); CPU µs/request: ${cpuCell(r)}\n`);
-    results.push([name, r]);
-    return r;
-  };
-  // One request at a time on a quiet machine (docs/decisions/0012-admission-in-one-batched-round-trip.md), before the loads leave PostgreSQL busy
-  // with their aftermath (autovacuum, checkpoints); timed here to the microsecond (autocannon
-  // reports whole milliseconds).
+  // One request at a time on a quiet machine, before the loads leave PostgreSQL busy with their
+  // aftermath (autovacuum, checkpoints); timed here to the microsecond (autocannon reports whole ms).
   const quietHello = await sequential(`${bare.url}/hello`, {});
   const quietBare = await sequential(`${bare.url}/bare`, {});
-  const quietFull = await sequential(`${api.url}/v1/saude`, { authorization: `Bearer ${tokens[0]}` });
-  const bareUpdate = await run('bare restify, one UPDATE + one SELECT, 50 connections', `${bare.url}/bare`, 50);
-  const full = await run('GET /v1/saude through full admission, 50 connections', `${api.url}/v1/saude`, 50, withKey);
-  process.stdout.write(`one at a time, p50: bare route without database ${quietHello.toFixed(3)} ms, ` +
-    `bare UPDATE + SELECT ${quietBare.toFixed(3)} ms, full admission ${quietFull.toFixed(3)} ms\n`);
-
-  const ratio = full.rps / bareUpdate.rps;
+  const quietFull = await sequential(`${api.url}/v1/saude`, { authorization: `Bearer ${keys[0]?.token}` });
+  const rows: Row[] = [{ name: 'bare restify, one UPDATE + one SELECT, 50 connections', runs: [] },
+    { name: 'GET /v1/saude through full admission, 50 connections', runs: [] }];
+  const [bareRow, fullRow] = rows as [Row, Row];
+  const calls = new Map<number, CallsRow[]>(SIZES.map((size) => [size, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [row, url, setup] of [[bareRow, `${bare.url}/bare`, undefined], [fullRow, `${api.url}/v1/saude`, withKey]] as const) {
+      const r = await load({ url, connections: 50, seconds: SECONDS, setupRequest: setup, writtenIn: db.url });
+      process.stdout.write(`round ${round + 1}, ${row.name}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms; CPU µs/request: ${cpuCell(r)}; WAL ${r.written?.walBytes} B\n`);
+      row.runs.push(r);
+    }
+    for (const result of await admissionCalls(db.url, keys, SIZES, CALL_SECONDS)) {
+      process.stdout.write(`round ${round + 1}, api_admit of ${result.size}: ${result.requestsPerSecond} req/s, PostgreSQL ${result.pgUs} µs/request, WAL ${result.walBytes} B/request\n`);
+      calls.get(result.size)?.push(result);
+    }
+  }
+  const ratios = fullRow.runs.map((r, i) => r.rps / Math.max(1, bareRow.runs[i]?.rps ?? 1));
   const added = quietFull - quietHello;
-  const table = results.map(([name, r]) => `| ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} | ${cpuCell(r)} |`).join('\n');
-  await writeSection('admission', `## Admission (GET /v1/saude)
+  await writeSection('admission', `## Admission (GET /v1/saude, and api_admit alone)
 
 ${ACCOUNTS} accounts with one key each, requests spread over the keys; plans raised so nothing is
 refused; autocannon in this process, the API and the baseline each in their own process, PostgreSQL
-${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded (default settings, fsync on)'}; ${SECONDS} s per run after 2 s of warm-up.
+${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded (default settings, fsync on)'}. The two HTTP rows ran ${ROUNDS} times, alternately,
+${SECONDS} s each after 2 s of warm-up; each cell is the median of the runs and their spread (min–max). WAL is per request,
+the request log's row included.
 
-| run | req/s | p50 ms | p99 ms | non-2xx/errors | CPU µs per request |
-| --- | ---: | ---: | ---: | ---: | --- |
-${table}
+| run | req/s | p50 ms | p99 ms | non-2xx/errors | PostgreSQL CPU µs/req | WAL B/req | CPU µs per request, each run |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+${rows.map(httpRow).join('\n')}
 
-- Throughput ratio, full admission / one UPDATE + one SELECT: **${ratio.toFixed(2)}** (target ≥ 0.8).
-  Admission goes in batches: every request waiting at a moment shares one round trip, one set of
-  statements and one commit (api/admission-queue.ts); under this load a batch holds many requests.
+- Throughput ratio, full admission / one UPDATE + one SELECT: **${spread(ratios, 2)}** (target ≥ 0.8).
 - Added latency of admission at p50, one request at a time (full pipeline ${quietFull.toFixed(3)} ms minus a
-  bare route without database ${quietHello.toFixed(3)} ms): **${added.toFixed(2)} ms** (target < 1 ms),
-  measured before the loads. Alone a request is a batch of one, which PostgreSQL admits with
-  api_admit_one (small statements on scalars, sql/code/admission_one.sql); its commit waits for no WAL flush, since
-  the month counter is charged ahead in durable blocks (sql/migrations/0007_limites.sql). For scale, the bare route's
-  UPDATE + SELECT adds ${(quietBare - quietHello).toFixed(2)} ms one at a time (${quietBare.toFixed(3)} ms).`);
+  bare route without database ${quietHello.toFixed(3)} ms): **${added.toFixed(2)} ms** (target < 1 ms), measured
+  before the loads. For scale, the bare route's UPDATE + SELECT adds ${(quietBare - quietHello).toFixed(2)} ms one at a time.
+
+**api_admit alone** (sql/code/admission.sql), called as a web process calls it: a named statement from 3 connections
+at once, each call a batch of distinct keys that gives back the slots its connection's previous call took;
+${CALL_SECONDS} s per size, ${ROUNDS} rounds. PostgreSQL CPU (from /proc) and WAL per admitted request; goal ≤ 60 µs and ≤ 300 B.
+
+| requests per call | admitted/s | PostgreSQL CPU µs per request | WAL B per request |
+| ---: | ---: | ---: | ---: |
+${SIZES.map((size) => callsRow(size, calls.get(size) ?? [])).join('\n')}
+
+- A call costs a fixed part (its few statements, each started anew) and a part per request; under load a web
+  process sends the requests waiting at a moment together, so the batch grows with the load.`);
 } finally {
   await api.stop();
   await bare.stop();

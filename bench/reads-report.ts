@@ -1,6 +1,7 @@
 // The reads section of BENCHMARKS.md (bench/reads.bench.ts): every row's runs as their median and
 // min–max, the ratios of each round to its baselines of the same round, and the goals beside them.
 import type { load, LoadResult } from './lib.ts';
+import { fmt, spread } from './spread.ts';
 
 /** A row of the table: `server` is its server's label in the CPU report, `redis` whether it talks to Redis. */
 export type RowSpec = {
@@ -17,17 +18,6 @@ type Conditions = {
   accounts: number; orders: number; connections: number; seconds: number; extraSeconds: number; rounds: number;
   webFlags: string[]; database: string; redis: string; service: string; bare: string;
 };
-
-const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
-const median = (xs: number[]) => sorted(xs)[Math.floor((xs.length - 1) / 2)] ?? 0;
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-/** "2,410 (2,300–2,520)", or the single figure of a row run once. */
-function spread(xs: number[], digits = 0): string {
-  if (xs.length === 0) return '';
-  const s = sorted(xs);
-  if (s.length === 1) return fmt(s[0] ?? 0, digits);
-  return `${fmt(median(xs), digits)} (${fmt(s[0] ?? 0, digits)}–${fmt(s[s.length - 1] ?? 0, digits)})`;
-}
 
 const cpuOf = (r: LoadResult, label: string) => r.cpu[label] ?? 0;
 const pgOf = (r: LoadResult) => cpuOf(r, 'PostgreSQL');
@@ -81,8 +71,9 @@ cell shows the median of its runs and their spread (min–max); the extra rows o
 
 The baselines are what a competent team would ship instead: bare restify servers (bench/reads-bare-server.ts) that per
 request consume one point of rate-limiter-flexible keyed by the Authorization header, then run the service's SELECT of
-an order (lerPedido) prepared once per connection (pg with a statement name; postgres.js, which prepares by default) and
-JSON.stringify the row: no authentication, validation, ETag or request log. CPU is per request over the measured run
+an order (its representation with its items, as PostgreSQL builds it for the service: pedido_representacao) prepared
+once per connection (pg with a statement name; postgres.js, which prepares by default) and send its JSON as it came: no
+authentication, validation, ETag or request log. CPU is per request over the measured run
 (from /proc); WAL and rows written are per request in the bench's database; the last column is the largest share of the
 machine's CPU that went to processes outside the benchmark during any of the row's runs.
 
