@@ -67,8 +67,9 @@ ${n} runs, each in this order:
 2. **one endpoint**: ${fmt(sizes.oneBacklog)} events committed beforehand, drained by a new worker; then the **raw sender**
    (bench/webhooks-raw-sender.ts, a process of its own, no database) POSTs the same signed bodies (the §6.1 envelope, signed as
    worker/webhooks/attempt.ts does) to the same receiver, ${per} at a time over keep-alive ${input.rawClient === 'http' ? 'node:http' : 'fetch'} connections;
-3. **${sizes.accounts} accounts**: ${fmt(sizes.backlog)} events over ${sizes.accounts} accounts with one endpoint each, committed beforehand, drained by a new worker;
-   then the raw sender with those bodies, ${defaults.WEBHOOK_CONCURRENCY} at a time (the worker's concurrency in all);
+3. **${sizes.accounts} accounts**: ${fmt(sizes.backlog)} events over ${sizes.accounts} accounts with one endpoint each, committed beforehand and their
+   statistics gathered (\`ANALYZE\`, as autovacuum does while a backlog lasts: the worker plans from them), drained by a new
+   worker; then the raw sender with those bodies, ${defaults.WEBHOOK_CONCURRENCY} at a time (the worker's concurrency in all);
 4. **right after that drain**: the same worker, on the tables the drain left (no VACUUM, no ANALYZE: autovacuum as it comes),
    ${sizes.rate} events/s for ${sizes.seconds} s as in 1.
 

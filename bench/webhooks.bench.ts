@@ -5,8 +5,8 @@
 // (2) a backlog of 2,000 events to ONE endpoint drained by a new worker, then the same signed bodies
 //     POSTed by the raw sender (bench/webhooks-raw-sender.ts: no database, the worker's concurrency
 //     per endpoint, keep-alive);
-// (3) a backlog of 20,000 events over 20 accounts (one endpoint each) drained by a new worker, then
-//     the raw sender with the worker's concurrency in all (100);
+// (3) a backlog of 20,000 events over 20 accounts (one endpoint each), its statistics gathered,
+//     drained by a new worker, then the raw sender with the worker's concurrency in all (100);
 // (4) right after (3), with the same worker, on the tables that drain left (no VACUUM, no ANALYZE):
 //     steady 200 events/s as in (1).
 // A run after the first starts as the webhook-maintenance job leaves the tables 5 minutes after the
@@ -77,6 +77,9 @@ const [one = ''] = await accounts(pool, 'one', 1);
 type Drained = Drain & { pgByRole: Record<string, number>; peakRssMb: number; ids: { id: string; path: string }[] };
 async function drain(group: string, to: readonly string[], n: number, keep: boolean): Promise<Drained & { worker: ChildProcess | null }> {
   await emitBacklog(pool, to, n);
+  // The statistics autovacuum gathers while a backlog lasts, which the worker plans from (each of
+  // its connections plans a statement once, and again after its tables' statistics change).
+  if (keep) await pool.query(sql.unsafe`ANALYZE outbox, deliveries, delivery_attempts`);
   const s = watch(group, n);
   const spawned = performance.now();
   const worker = spawnWorker(db.url);
