@@ -200,7 +200,8 @@ export function latencies(committed: Map<string, number>) {
 }
 export const perSecond = (n: number, from: number, to: number) => Math.round((n / Math.max(1e-9, to - from)) * 1000);
 
-export type Drain = { fromFirst: number; fromSpawn: number; cpu: CpuUse | null };
+/** Deliveries/s from the first arrival to the last, and from the start (the backlog committed, the raw sender spawned). */
+export type Drain = { fromFirst: number; fromStart: number; cpu: CpuUse | null };
 
 /**
  * The baseline: `events`, read from the database beforehand, POSTed by the raw sender in a process
@@ -232,7 +233,7 @@ export async function drainRaw(pool: Pool, events: readonly { id: string; path: 
   if (child.pid) processes.delete(child.pid);
   return {
     fromFirst: perSecond(rows.length, s.first, s.last),
-    fromSpawn: perSecond(rows.length, spawned, s.last),
+    fromStart: perSecond(rows.length, spawned, s.last),
     cpu: s.cpuFirst && s.cpuLast ? cpuBetween(s.cpuFirst, s.cpuLast, rows.length) : null,
     output: JSON.parse(output) as RawSenderOutput,
   };
