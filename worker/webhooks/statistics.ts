@@ -12,8 +12,8 @@ import type { LoopDeps } from '../jobs/types.ts';
 const EVERY_MS = 60_000;
 
 export type Statistics = {
-  /** A relay pass or a take found more than it could carry: the tables are growing. */
-  backlog(): void;
+  /** A relay pass or a take found more than it could carry: the tables are growing. Whether it gathers them now. */
+  backlog(): boolean;
 };
 
 export function startStatistics({ pool, log }: Pick<LoopDeps, 'pool' | 'log'>): Statistics {
@@ -21,7 +21,7 @@ export function startStatistics({ pool, log }: Pick<LoopDeps, 'pool' | 'log'>): 
   let running = false;
   return {
     backlog() {
-      if (running || performance.now() - last < EVERY_MS) return;
+      if (running || performance.now() - last < EVERY_MS) return false;
       running = true;
       last = performance.now();
       // In the background: the pipeline goes on meanwhile, and plans again once it is done.
@@ -32,6 +32,7 @@ export function startStatistics({ pool, log }: Pick<LoopDeps, 'pool' | 'log'>): 
         .finally(() => {
           running = false;
         });
+      return true;
     },
   };
 }
