@@ -169,18 +169,20 @@ test('the webhook pipeline takes, records and renews one endpoint\'s deliveries 
 });
 
 /**
- * Rows of the pipeline's tables read so far: read sequentially, or entries their indexes returned
- * (those of rows no longer there included: a bitmap scan never marks an entry dead); and their
- * sequential scans.
+ * What the pipeline's tables were read for so far: their sequential scans, and the entries their
+ * primary keys returned (a lookup by key returns a row's few versions; a join that reads the table
+ * whole through its primary key returns every row). Entries of their other indexes are left out:
+ * an index scan skips the entries of rows dead to every transaction, but on a busy server, while
+ * some transaction still sees those rows, it reads them again.
  */
-async function rowsRead(judged: Pool): Promise<Record<string, { rows: number; seqScans: number }>> {
+async function rowsRead(judged: Pool): Promise<Record<string, { byKey: number; seqScans: number }>> {
   await judged.query(sql.unsafe`SELECT pg_stat_force_next_flush()`);
   await judged.query(sql.unsafe`SELECT 1`);
-  const rows = await db.pool.any(sql.type(z.object({ relname: z.string(), rows: z.number(), seq_scan: z.number() }))`
-    SELECT t.relname::text, (t.seq_tup_read + (SELECT coalesce(sum(i.idx_tup_read), 0) FROM pg_stat_user_indexes i WHERE i.relid = t.relid))::float8 AS rows,
-           t.seq_scan
-      FROM pg_stat_user_tables t WHERE t.relname IN ('outbox', 'deliveries', 'delivery_attempts')`);
-  return Object.fromEntries(rows.map((r) => [r.relname, { rows: r.rows, seqScans: r.seq_scan }]));
+  const rows = await db.pool.any(sql.type(z.object({ relname: z.string(), by_key: z.number(), seq_scan: z.number() }))`
+    SELECT t.relname::text, coalesce(i.idx_tup_read, 0)::float8 AS by_key, t.seq_scan
+      FROM pg_stat_user_tables t LEFT JOIN pg_stat_user_indexes i ON i.relid = t.relid AND i.indexrelname = t.relname || '_pkey'
+     WHERE t.relname IN ('outbox', 'deliveries', 'delivery_attempts')`);
+  return Object.fromEntries(rows.map((r) => [r.relname, { byKey: r.by_key, seqScans: r.seq_scan }]));
 }
 
 /** Work on a connection of its own, closed after it: what it read is counted before the measure starts. */
@@ -253,9 +255,9 @@ test('after a quiet spell, a backlog\'s drain reads no working table whole, thou
     const read = PIPELINE_TABLES.map((table) => ({
       table,
       seqScans: (after[table]?.seqScans ?? 0) - (before[table]?.seqScans ?? 0),
-      perDelivery: ((after[table]?.rows ?? 0) - (before[table]?.rows ?? 0)) / made,
+      perDelivery: ((after[table]?.byKey ?? 0) - (before[table]?.byKey ?? 0)) / made,
     }));
-    const summary = read.map((r) => `${r.table}: ${r.seqScans} sequential scans, ${r.perDelivery.toFixed(1)} rows read per delivery`).join('; ');
+    const summary = read.map((r) => `${r.table}: ${r.seqScans} sequential scans, ${r.perDelivery.toFixed(1)} entries of its primary key per delivery`).join('; ');
     for (const r of read) {
       assert.is(r.seqScans, 0, summary);
       assert.ok(r.perDelivery < 8, summary);
@@ -265,7 +267,7 @@ test('after a quiet spell, a backlog\'s drain reads no working table whole, thou
   }
 });
 
-test('right after a backlog, planned from its statistics, a relay pass of one event reads a few rows of the outbox', async () => {
+test('right after a backlog, planned from its statistics, a relay pass of one event reads no working table whole', async () => {
   // Planned while the statistics said the outbox was a backlog, the relay read the whole outbox at
   // every pass, twice (its pending events, then to mark them), for as long as the plan lasted.
   const after = await createAccount(db.pool);
@@ -287,9 +289,9 @@ test('right after a backlog, planned from its statistics, a relay pass of one ev
     }
     const read = await rowsRead(worker);
     for (const table of PIPELINE_TABLES) {
-      const perPass = ((read[table]?.rows ?? 0) - (before[table]?.rows ?? 0)) / 20;
+      const perPass = ((read[table]?.byKey ?? 0) - (before[table]?.byKey ?? 0)) / 20;
       assert.is((read[table]?.seqScans ?? 0) - (before[table]?.seqScans ?? 0), 0, `${table} read sequentially`);
-      assert.ok(perPass < 100, `${table}: ${perPass.toFixed(1)} rows read per pass`);
+      assert.ok(perPass < 10, `${table}: ${perPass.toFixed(1)} entries of its primary key per pass`);
     }
   } finally {
     await worker.end();
