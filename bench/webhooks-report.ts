@@ -103,12 +103,13 @@ largest share of the machine's CPU other processes took during any of the runs' 
 
 What the figures mean:
 
-- **The backlog no longer costs PostgreSQL more per delivery**: ${fmt(sizes.backlog)} events over ${sizes.accounts} accounts cost PostgreSQL ${span(pgMany)} µs of CPU
+- **PostgreSQL per delivery with a backlog**: ${fmt(sizes.backlog)} events over ${sizes.accounts} accounts cost PostgreSQL ${span(pgMany)} µs of CPU
   a delivery, ×${span(pgRatio, 2)} the ${fmt(sizes.oneBacklog)}-event drain of the same run (goal ≤ 300 µs: ${verdict(pgMany, 300, true, ' µs')}; ≤ ×1.5:
   ${verdict(pgRatio, 1.5, true, '', 2)}). Most of it is the worker's connections (${span(all((r) => role(r.many, 'worker')))} µs); what makes a delivery cost
   that much is writing it: a delivery, its attempt and its event are inserted and updated (the attempt recorded before its request,
-  completed after it), a dozen index entries in all, with a durable commit per statement. Why a backlog used to cost more, and what
-  changed: docs/decisions, "Webhooks that stay fast with a backlog".
+  completed after it), a dozen index entries in all, with a durable commit per statement; one endpoint's drain costs more a
+  delivery than ${sizes.accounts} endpoints' because its statements carry fewer deliveries each (at most ${3 * per} of one endpoint held). Why a
+  backlog used to cost several times as much, and what changed: docs/decisions, "Webhooks that stay fast with a backlog".
 - **${sizes.accounts} accounts drain** at ${span(manyRate)} deliveries/s (goal ≥ 2,500: ${verdict(manyRate, 2500, false, '/s')}), against ${span(all((r) => r.manyRaw.fromFirst))}/s for the raw
   sender. CPU bounds it: the worker, PostgreSQL and the receiver spent ${span(all((r) => service(r.many.cpu)))} µs a delivery, so ${cores} cores allow at most
   about ${span(all((r) => cpuBound(service(r.many.cpu))))} a second whatever the concurrency; of it the worker ${span(all((r) => usOf(r.many.cpu, 'worker')))} µs (building, signing and
