@@ -3,22 +3,25 @@
 // the bench pre-read from the database, and for each one, as worker/webhooks/attempt.ts does at the
 // moment of the attempt, builds the §6.1 envelope, signs it per Standard Webhooks with the endpoint's
 // secret and POSTs it over keep-alive connections, `concurrency` at a time (the worker's limit per
-// endpoint). Prints {"sent", "ok", "failed"} as JSON when every event is sent.
+// endpoint, or in all for events to several endpoints, each with its own `url`). Prints {"sent",
+// "ok", "failed"} as JSON when every event is sent.
 import http from 'node:http';
 import { text } from 'node:stream/consumers';
 import { montarEnvelope } from '../shared/domain/envelope.ts';
 import { assinar } from '../shared/domain/webhooks.ts';
 
-export type RawEvent = { id: string; tipo: string; criado_em: string; conta_id: string; dados: Record<string, unknown>; segredo: string };
+export type RawEvent = { id: string; tipo: string; criado_em: string; conta_id: string; dados: Record<string, unknown>; segredo: string; url?: string };
 export type RawSenderInput = { url: string; baseUrl: string; concurrency: number; client: 'http' | 'fetch'; events: RawEvent[] };
 export type RawSenderOutput = { sent: number; ok: number; failed: number };
 
 const input = JSON.parse(await text(process.stdin)) as RawSenderInput;
-const target = new URL(input.url);
+const targets = new Map<string, URL>();
+const targetOf = (url: string) => targets.get(url) ?? targets.set(url, new URL(url)).get(url) as URL;
 const agent = new http.Agent({ keepAlive: true });
 
 /** One signed POST, as the worker sends it; true on a 2xx. */
 function post(event: RawEvent): Promise<boolean> {
+  const target = targetOf(event.url ?? input.url);
   const body = JSON.stringify(montarEnvelope(input.baseUrl, event));
   const timestamp = new Date();
   const headers = {

@@ -9,8 +9,8 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { bodyHash } from '../api/idempotency.ts';
 import { movimentoDoLote, movimentosEmLote, type MovimentoPedido } from '../shared/db/estoque.ts';
-import { PIPELINE_SESSION_SETTINGS, renewLeases, takeDeliveries, type TakenDelivery } from '../shared/db/deliveries.ts';
-import { recordResults } from '../shared/db/outcomes.ts';
+import { gatherStatistics, PIPELINE_SESSION_SETTINGS, renewLeases, takeDeliveries, type TakeLimits, type TakenDelivery } from '../shared/db/deliveries.ts';
+import { recordResults, type Outcomes } from '../shared/db/outcomes.ts';
 import { relayOutbox } from '../shared/db/outbox.ts';
 import { createDatabasePool, sql, type Pool } from '../shared/db/pool.ts';
 import { criarProdutoCompleto, definirSaldo } from './helpers/catalogo.ts';
@@ -19,6 +19,8 @@ import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { admitBatch } from './helpers/limits.ts';
 import { plantDeliveries, plantEndpoint, plantEvents } from './helpers/planted.ts';
 import { emit } from './helpers/receiver.ts';
+import { capturedLog } from './helpers/log-lines.ts';
+import { startStatistics } from '../worker/webhooks/statistics.ts';
 
 const test = suite('hot-path lookups by index');
 let db: TestDatabase;
@@ -164,6 +166,154 @@ test('the webhook pipeline takes, records and renews one endpoint\'s deliveries 
     assert.is(byEndpoint, 0, `statistics ${statistics}: deliveries found through their endpoint's index`);
     assert.equal(replanned, [], `statistics ${statistics}: planned at every call: ${replanned.join(', ')}`);
   }
+});
+
+/**
+ * What the pipeline's tables were read for so far: their sequential scans, and the entries their
+ * primary keys returned (a lookup by key returns a row's few versions; a join that reads the table
+ * whole through its primary key returns every row). Entries of their other indexes are left out:
+ * an index scan skips the entries of rows dead to every transaction, but on a busy server, while
+ * some transaction still sees those rows, it reads them again.
+ */
+async function rowsRead(judged: Pool): Promise<Record<string, { byKey: number; seqScans: number }>> {
+  await judged.query(sql.unsafe`SELECT pg_stat_force_next_flush()`);
+  await judged.query(sql.unsafe`SELECT 1`);
+  const rows = await db.pool.any(sql.type(z.object({ relname: z.string(), by_key: z.number(), seq_scan: z.number() }))`
+    SELECT t.relname::text, coalesce(i.idx_tup_read, 0)::float8 AS by_key, t.seq_scan
+      FROM pg_stat_user_tables t LEFT JOIN pg_stat_user_indexes i ON i.relid = t.relid AND i.indexrelname = t.relname || '_pkey'
+     WHERE t.relname IN ('outbox', 'deliveries', 'delivery_attempts')`);
+  return Object.fromEntries(rows.map((r) => [r.relname, { byKey: r.by_key, seqScans: r.seq_scan }]));
+}
+
+/** Work on a connection of its own, closed after it: what it read is counted before the measure starts. */
+async function onItsOwn<T>(work: (setup: Pool) => Promise<T>): Promise<T> {
+  const setup = await createDatabasePool(db.url, { size: 1, statementTimeoutMs: 30_000, applicationName: 'test-setup' });
+  try {
+    return await work(setup);
+  } finally {
+    await setup.end();
+  }
+}
+
+/** Every attempt answered at once with a 204: the outcomes the worker writes with its next statement. */
+const answered = (rows: readonly TakenDelivery[]): Outcomes => ({
+  results: rows.map((r) => ({
+    contaId: r.conta_id, deliveryId: r.id, leaseId: r.lease_id, endpointId: r.endpoint_id, status: 'succeeded' as const, nextAttemptAt: null, disable: null,
+    attempt: { number: r.attempt, startedAt: new Date(), durationMs: 3, succeeded: true, responseStatus: 204, responseBody: null, error: null },
+  })),
+  runs: { healthy: [], failing: [] },
+});
+
+/**
+ * What a worker does to a backlog of the outbox, on one connection: relay passes of 500 that take
+ * what the worker's bounds allow, then takes of what is left, each statement writing the outcomes
+ * of the one before; statistics gathered after the first full pass, as worker/webhooks/statistics.ts
+ * does. The deliveries made.
+ */
+async function drainLikeAWorker(worker: Pool): Promise<number> {
+  const bounds: TakeLimits = { limit: 400, scan: 120, perEndpoint: 30, endpoints: new Map(), leaseMs: 30_000 };
+  let held: readonly TakenDelivery[] = [];
+  let made = 0;
+  for (let pass = 0; ; pass++) {
+    const relayed = await relayOutbox(worker, 500, bounds, answered(held));
+    made += relayed.deliveries;
+    held = relayed.taken;
+    if (pass === 0 && relayed.relayed === 500) await gatherStatistics(worker);
+    if (relayed.relayed < 500) break;
+  }
+  while (held.length > 0) held = await takeDeliveries(worker, bounds, answered(held));
+  return made;
+}
+
+const PIPELINE_TABLES = ['outbox', 'deliveries', 'delivery_attempts'] as const;
+
+test('after a quiet spell, a backlog\'s drain reads no working table whole, though its plans were made while the tables were empty', async () => {
+  // The archive emptied the working tables, autovacuum recorded them empty, and the worker's
+  // connection planned its statements then (a relay pass, a take). Planned so, the foreign keys'
+  // checks of each delivery inserted read the outbox whole, and the outcomes' statement the
+  // deliveries, however long the backlog had grown.
+  const quiet = await createAccount(db.pool);
+  await plantEndpoint(db.pool, quiet, 'https://erp.example.com/hooks/quiet');
+  await onItsOwn(async (setup) => {
+    await setup.query(sql.unsafe`DELETE FROM delivery_attempts`);
+    await setup.query(sql.unsafe`DELETE FROM deliveries`);
+    await setup.query(sql.unsafe`DELETE FROM outbox`);
+    await setup.query(sql.unsafe`VACUUM ANALYZE outbox, deliveries, delivery_attempts`);
+  });
+  const worker = await createDatabasePool(db.url, { size: 1, statementTimeoutMs: 30_000, applicationName: 'test-pipeline', settings: PIPELINE_SESSION_SETTINGS });
+  try {
+    const idle: TakeLimits = { limit: 400, scan: 120, perEndpoint: 30, endpoints: new Map(), leaseMs: 30_000 };
+    for (let i = 0; i < 6; i++) {
+      await relayOutbox(worker, 500, idle);
+      await takeDeliveries(worker, idle);
+    }
+    await onItsOwn((setup) => plantEvents(setup, quiet.contaId, { count: 10_000, relayedAgo: null }));
+    const before = await rowsRead(worker);
+    const made = await drainLikeAWorker(worker);
+    const after = await rowsRead(worker);
+    assert.is(made, 10_000);
+    const read = PIPELINE_TABLES.map((table) => ({
+      table,
+      seqScans: (after[table]?.seqScans ?? 0) - (before[table]?.seqScans ?? 0),
+      perDelivery: ((after[table]?.byKey ?? 0) - (before[table]?.byKey ?? 0)) / made,
+    }));
+    const summary = read.map((r) => `${r.table}: ${r.seqScans} sequential scans, ${r.perDelivery.toFixed(1)} entries of its primary key per delivery`).join('; ');
+    for (const r of read) {
+      assert.is(r.seqScans, 0, summary);
+      assert.ok(r.perDelivery < 8, summary);
+    }
+  } finally {
+    await worker.end();
+  }
+});
+
+test('right after a backlog, planned from its statistics, a relay pass of one event reads no working table whole', async () => {
+  // Planned while the statistics said the outbox was a backlog, the relay read the whole outbox at
+  // every pass, twice (its pending events, then to mark them), for as long as the plan lasted.
+  const after = await createAccount(db.pool);
+  await plantEndpoint(db.pool, after, 'https://erp.example.com/hooks/after');
+  await onItsOwn(async (setup) => {
+    await plantEvents(setup, after.contaId, { count: 20_000, relayedAgo: null });
+    await setup.query(sql.unsafe`ANALYZE outbox, deliveries, delivery_attempts`);
+  });
+  const worker = await createDatabasePool(db.url, { size: 1, statementTimeoutMs: 30_000, applicationName: 'test-pipeline', settings: PIPELINE_SESSION_SETTINGS });
+  try {
+    await drainLikeAWorker(worker);
+    const bounds: TakeLimits = { limit: 400, scan: 120, perEndpoint: 30, endpoints: new Map(), leaseMs: 30_000 };
+    const before = await rowsRead(worker);
+    let held: readonly TakenDelivery[] = [];
+    for (let i = 0; i < 20; i++) {
+      await plantEvents(worker, after.contaId, { count: 1, relayedAgo: null });
+      held = (await relayOutbox(worker, 500, bounds, answered(held))).taken;
+      assert.is(held.length, 1);
+    }
+    const read = await rowsRead(worker);
+    for (const table of PIPELINE_TABLES) {
+      const perPass = ((read[table]?.byKey ?? 0) - (before[table]?.byKey ?? 0)) / 20;
+      assert.is((read[table]?.seqScans ?? 0) - (before[table]?.seqScans ?? 0), 0, `${table} read sequentially`);
+      assert.ok(perPass < 10, `${table}: ${perPass.toFixed(1)} entries of its primary key per pass`);
+    }
+  } finally {
+    await worker.end();
+  }
+});
+
+test('a backlog has the working tables\' statistics gathered at once, by one worker at a time, and not again within the minute', async () => {
+  const analyzed = async () => {
+    const rows = await db.pool.any(sql.type(z.object({ relname: z.string(), n: z.number() }))`
+      SELECT relname::text, analyze_count::int AS n FROM pg_stat_user_tables WHERE relname IN ('outbox', 'deliveries', 'delivery_attempts')`);
+    return Object.fromEntries(rows.map((r) => [r.relname, r.n]));
+  };
+  const before = await analyzed();
+  const { log, lines } = capturedLog();
+  const statistics = startStatistics({ pool: db.pool, log });
+  assert.equal([statistics.backlog(), statistics.backlog()], [true, false], 'a second backlog while the first gathers them');
+  const deadline = Date.now() + 10_000;
+  while (!lines.some((l) => String(l['msg']).includes('statistics gathered')) && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+  assert.ok(lines.some((l) => String(l['msg']).includes('statistics gathered')), JSON.stringify(lines));
+  assert.is(statistics.backlog(), false, 'a backlog within the minute');
+  const after = await analyzed();
+  for (const table of PIPELINE_TABLES) assert.is((after[table] ?? 0) - (before[table] ?? 0), 1, `${table} analyzed`);
 });
 
 test.run();

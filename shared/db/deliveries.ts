@@ -11,11 +11,13 @@ import { z } from 'zod';
 import { NO_OUTCOMES, recordCtes, recordedIds, type Lease, type Outcomes } from './outcomes.ts';
 import { sql, type Db } from './pool.ts';
 
+type Fragment = ReturnType<typeof sql.fragment>;
+
 /**
  * The worker's sessions (worker/main.ts). The pipeline's statements look rows up by key from arrays
  * the worker sends and are prepared once per session; PostgreSQL plans a prepared statement for its
- * values five times, then keeps one generic plan unless that looks costlier. Two settings make that
- * plan the one kept (test/index-lookups.test.ts; BENCHMARKS.md, "Webhooks"):
+ * values five times, then keeps one generic plan unless that looks costlier. Three settings make that
+ * plan the one kept, and keep it finding rows by key (test/index-lookups.test.ts; BENCHMARKS.md, "Webhooks"):
  * - random_page_cost 1.1, not a disk's 4: the working tables are small and cached. At 4 the
  *   outcomes' generic plan read the whole deliveries table of a few thousand rows instead of its
  *   primary key, and PostgreSQL planned that statement anew at every call.
@@ -24,8 +26,16 @@ import { sql, type Db } from './pool.ts';
  *   looked costlier than one planned for an empty list, and the take was planned at every call, to
  *   the same plan. No other statement of the worker needs a plan made for its values: their partial
  *   indexes name constants, and its partitioned tables are pruned when a plan starts.
+ * - enable_seqscan off: a working table the archive emptied and autovacuum then recorded as empty
+ *   reads as empty to the planner, whatever it holds when a plan is made, until autovacuum comes
+ *   back. A sequential scan of it looks free, and was chosen for every lookup by key planned then:
+ *   the foreign keys' checks of each delivery and attempt inserted, the take's lookups of events,
+ *   each reading the table whole, so a backlog drained after a quiet spell cost PostgreSQL several times
+ *   as much per delivery, growing with the backlog. A lookup by key is an index scan whatever the
+ *   statistics; what they still get wrong in the statements' joins, the worker corrects by gathering
+ *   them again when a backlog begins (worker/webhooks/statistics.ts).
  */
-export const PIPELINE_SESSION_SETTINGS = { random_page_cost: '1.1', plan_cache_mode: 'force_generic_plan' } as const;
+export const PIPELINE_SESSION_SETTINGS = { random_page_cost: '1.1', plan_cache_mode: 'force_generic_plan', enable_seqscan: 'off' } as const;
 
 /** The NOTIFY channel that wakes the workers when deliveries become due (new, replayed, moved). */
 export const CHANNEL_DUE = 'webhook_delivery_due';
@@ -45,14 +55,14 @@ export type TakeLimits = {
 };
 
 /**
- * The places the worker has left per endpoint it holds deliveries of, as a table b (endpoint_id, n)
- * to join to what may be taken (an endpoint not in it has `perEndpoint`): takeDeliveries and the
- * relay's take (shared/db/outbox.ts) bound themselves alike.
+ * The places the worker has left at the endpoint `endpointId` names: those the worker said for the
+ * endpoints it holds deliveries of, `perEndpoint` for any other; takeDeliveries and the relay's take
+ * (shared/db/outbox.ts) bound themselves alike. A lookup in a jsonb object, not a join: the
+ * planner guesses the rows of the statement's own steps, and joined to them this was a nested loop,
+ * every candidate against every endpoint held.
  */
-export function placesLeft(t: Pick<TakeLimits, 'endpoints'>) {
-  const places = [...t.endpoints];
-  return sql.fragment`unnest(${sql.array(places.map(([id]) => id), 'uuid')}::uuid[], ${sql.array(places.map(([, n]) => n), 'int4')}::int[])
-                      AS b (endpoint_id, n)`;
+export function placesLeft(t: Pick<TakeLimits, 'endpoints' | 'perEndpoint'>, endpointId: Fragment) {
+  return sql.fragment`coalesce((${sql.jsonb(Object.fromEntries(t.endpoints))} ->> (${endpointId})::text)::int, ${t.perEndpoint})`;
 }
 
 /**
@@ -78,6 +88,14 @@ export function reserveFor(asked: string) {
           FROM (SELECT least(excluded.ultima_reserva, greatest(0, pl.entregas_webhook_por_hora - u.entregas)) AS n
                   FROM contas c JOIN planos pl ON pl.id = c.plano_id WHERE c.id = u.conta_id) g)
     RETURNING u.conta_id, u.ultima_reserva AS concedidas`;
+}
+
+/**
+ * What the reservation (reserveFor, as the CTE `granted`) granted the account `contaId` names: a
+ * lookup in a jsonb object of them all, not a join, for the reason placesLeft says.
+ */
+export function granted(contaId: Fragment) {
+  return sql.fragment`coalesce(((SELECT jsonb_object_agg(g.conta_id, g.concedidas) FROM granted g) ->> (${contaId})::text)::int, 0)`;
 }
 
 /** Reserves the hourly cap for `asked` deliveries per account, alone (reserveFor): granted per account. */
@@ -133,8 +151,8 @@ export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes =
     ), bounded AS MATERIALIZED (
       SELECT b.conta_id, b.id FROM (
         SELECT due.*, row_number() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt_at, due.id) AS nth,
-               coalesce(b.n, ${t.perEndpoint}) AS bound
-          FROM due LEFT JOIN ${placesLeft(t)} ON b.endpoint_id = due.endpoint_id) b
+               ${placesLeft(t, sql.fragment`due.endpoint_id`)} AS bound
+          FROM due) b
        WHERE b.nth <= b.bound
        ORDER BY b.next_attempt_at, b.id
        LIMIT ${t.limit}
@@ -157,9 +175,9 @@ export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes =
     ), decided AS MATERIALIZED (
       SELECT c.conta_id, c.id, c.endpoint_id, c.event_id,
              CASE WHEN NOT c.ativo THEN 'closed'
-                  WHEN row_number() OVER (PARTITION BY c.conta_id, c.ativo ORDER BY c.id) <= coalesce(g.concedidas, 0) THEN 'taken'
+                  WHEN row_number() OVER (PARTITION BY c.conta_id, c.ativo ORDER BY c.id) <= ${granted(sql.fragment`c.conta_id`)} THEN 'taken'
                   ELSE 'held' END AS kind
-        FROM chosen c LEFT JOIN granted g ON g.conta_id = c.conta_id
+        FROM chosen c
     ), updated AS (
       UPDATE deliveries d SET
         lease_id = CASE WHEN x.kind = 'taken' THEN gen_random_uuid() END,
@@ -226,12 +244,21 @@ export async function releaseLeases(db: Db, leases: readonly Lease[]): Promise<n
   return released.rowCount;
 }
 
+/**
+ * Statistics of the pipeline's working tables, gathered now (worker/webhooks/statistics.ts, when a
+ * backlog begins): each of the worker's connections plans its statements again from them. A role
+ * that does not own the tables gets a warning and the statistics autovacuum gathers.
+ */
+export async function gatherStatistics(db: Db): Promise<void> {
+  await db.query(sql.typeAlias('void')`ANALYZE outbox, deliveries, delivery_attempts`);
+}
+
 const Waiting = z.object({ waiting: z.boolean() });
 
 /**
  * Whether anything is waiting to go out now: an event due to be relayed, or a due delivery that no
  * worker holds (one held is due again only when its lease runs out; a retry or a delivery held over
- * its hourly cap waits for a later time). Two index lookups: outbox_pending and deliveries_due.
+ * its hourly cap waits for a later time). Two index lookups: outbox_a_relayar and deliveries_due.
  */
 export async function somethingWaiting(db: Db): Promise<boolean> {
   return db.oneFirst(sql.type(Waiting)`

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { TIPOS_DE_EVENTO } from '../domain/eventos.ts';
 import { restoreEvent } from './archive.ts';
-import { CHANNEL_DUE, placesLeft, reserveFor, TakenDelivery, type TakeLimits } from './deliveries.ts';
+import { CHANNEL_DUE, granted, placesLeft, reserveFor, TakenDelivery, type TakeLimits } from './deliveries.ts';
 import { NO_OUTCOMES, recordCtes, type Outcomes } from './outcomes.ts';
 import { sql, type Db } from './pool.ts';
 
@@ -43,9 +43,9 @@ export function tiposQueRecebe(contaId: string, usuarioId: string): Fragment {
  * endpoint of the account that is active, subscribed to the type (webhook.teste: only its own) and
  * whose creator receives the type (recebe); `endpoint`, when given, narrows them.
  */
-function destinos(source: Fragment, endpoint: Fragment = sql.fragment`true`) {
+function destinos(source: Fragment, endpoint: Fragment = sql.fragment`true`, more: Fragment = sql.fragment``) {
   return sql.fragment`
-    SELECT ev.conta_id, ev.id AS event_id, e.id AS endpoint_id, ev.seq
+    SELECT ev.conta_id, ev.id AS event_id, e.id AS endpoint_id, ev.seq ${more}
       FROM ${source} ev
       JOIN ${permissoes} ON p.tipo = ev.tipo
       JOIN webhook_endpoints e ON e.conta_id = ev.conta_id AND e.ativo
@@ -115,65 +115,69 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits, outc
     WITH ${recordCtes(outcomes)}, relay_lock AS MATERIALIZED (
       SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS held
     ), claimed AS MATERIALIZED (
-      SELECT o.conta_id, o.id, o.tipo, o.endpoint_id, o.seq, o.group_key, o.dados FROM outbox o
+      SELECT o.ctid AS tid, o.conta_id, o.group_key FROM outbox o
        WHERE (SELECT held FROM relay_lock) AND o.relayed_at IS NULL AND o.available_at <= now()
        ORDER BY o.seq LIMIT ${limit}
          FOR UPDATE OF o SKIP LOCKED
-    ), ready AS MATERIALIZED (
-      SELECT c.* FROM claimed c
-       WHERE c.group_key IS NULL OR pg_try_advisory_xact_lock(evento_grupo_lock(c.conta_id, c.group_key))
     ), marked AS MATERIALIZED (
-      UPDATE outbox o SET relayed_at = now(), dados = coalesce(g.dados, o.dados), criado_em = coalesce(g.criado_em, o.criado_em)
-        FROM ready c
-        -- OFFSET 0 keeps the condition inside, where it spares the call for an event of no group.
-        LEFT JOIN LATERAL (SELECT * FROM evento_agrupado_atual(c.conta_id, c.tipo, c.dados) WHERE c.group_key IS NOT NULL OFFSET 0) g ON true
-       WHERE o.conta_id = c.conta_id AND o.id = c.id
-      RETURNING o.conta_id, o.id, o.tipo, o.dados, o.criado_em
+      -- The rows claimed, by their place in the table (a TID scan): joined back to the outbox by key,
+      -- the plan depended on what the statistics said of the outbox when a connection first ran it,
+      -- and one made during a backlog read the whole table at every pass ever after. A grouped event
+      -- takes its group's latest data once its group's lock is had; one whose group a writer holds
+      -- is left to a later pass.
+      UPDATE outbox o SET relayed_at = now(), (dados, criado_em) = (
+        SELECT coalesce(g.dados, o.dados), coalesce(g.criado_em, o.criado_em)
+          FROM (SELECT) one
+          LEFT JOIN LATERAL (SELECT * FROM evento_agrupado_atual(o.conta_id, o.tipo, o.dados) WHERE o.group_key IS NOT NULL OFFSET 0) g ON true)
+       WHERE o.ctid = ANY (ARRAY(
+         SELECT c.tid FROM claimed c
+          WHERE c.group_key IS NULL OR pg_try_advisory_xact_lock(evento_grupo_lock(c.conta_id, c.group_key))))
+      RETURNING o.conta_id, o.id, o.tipo, o.endpoint_id, o.seq, o.dados, o.criado_em
     ), dest AS MATERIALIZED (
       -- Who receives each event, numbered per endpoint against the worker's bounds.
       SELECT x.*, row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.seq) AS nth,
-             coalesce(b.n, ${bounds.perEndpoint}) AS bound
-        FROM (${destinos(sql.fragment`ready`)}) x
-        LEFT JOIN ${placesLeft(bounds)} ON b.endpoint_id = x.endpoint_id
-    ), wanted AS MATERIALIZED (
-      SELECT conta_id, event_id, endpoint_id FROM dest WHERE nth <= bound ORDER BY seq, endpoint_id LIMIT ${bounds.limit}
+             ${placesLeft(bounds, sql.fragment`x.endpoint_id`)} AS bound
+        FROM (${destinos(sql.fragment`marked`, undefined, sql.fragment`, ev.tipo, ev.dados, ev.criado_em`)}) x
+    ), ranked AS MATERIALIZED (
+      -- Those within their endpoint's bound, in seq order, are wanted for this worker up to its limit.
+      SELECT d.*, d.nth <= d.bound
+                  AND count(*) FILTER (WHERE d.nth <= d.bound) OVER (ORDER BY d.seq, d.endpoint_id ROWS UNBOUNDED PRECEDING) <= ${bounds.limit} AS wanted
+        FROM dest d
     ), asked AS (
-      SELECT conta_id, count(*)::int AS n FROM wanted GROUP BY conta_id
+      SELECT conta_id, count(*)::int AS n FROM ranked WHERE wanted GROUP BY conta_id
     ), granted AS (${reserveFor('asked')}
     ), decided AS MATERIALIZED (
-      SELECT d.conta_id, d.event_id, d.endpoint_id, d.seq,
-             w.event_id IS NOT NULL
-               AND row_number() OVER (PARTITION BY d.conta_id, w.event_id IS NOT NULL ORDER BY d.seq, d.endpoint_id) <= coalesce(g.concedidas, 0) AS taken
-        FROM dest d
-        LEFT JOIN wanted w ON w.conta_id = d.conta_id AND w.event_id = d.event_id AND w.endpoint_id = d.endpoint_id
-        LEFT JOIN granted g ON g.conta_id = d.conta_id
+      SELECT r.conta_id, r.event_id, r.endpoint_id, r.seq, r.tipo, r.dados, r.criado_em, gen_random_uuid() AS id,
+             r.wanted AND row_number() OVER (PARTITION BY r.conta_id, r.wanted ORDER BY r.seq, r.endpoint_id) <= ${granted(sql.fragment`r.conta_id`)} AS taken
+        FROM ranked r
     ), created AS (
-      INSERT INTO deliveries (conta_id, event_id, endpoint_id, lease_id, next_attempt_at, attempts, run_attempts, last_attempt_at)
-      SELECT conta_id, event_id, endpoint_id,
+      INSERT INTO deliveries (conta_id, id, event_id, endpoint_id, lease_id, next_attempt_at, attempts, run_attempts, last_attempt_at)
+      SELECT conta_id, id, event_id, endpoint_id,
              CASE WHEN taken THEN gen_random_uuid() END,
              CASE WHEN taken THEN now() + make_interval(secs => ${bounds.leaseMs / 1000}) ELSE now() END,
              taken::int, taken::int, CASE WHEN taken THEN now() END
         FROM decided ORDER BY seq, endpoint_id
       ON CONFLICT (conta_id, event_id, endpoint_id) DO NOTHING
-      RETURNING conta_id, id, endpoint_id, event_id, lease_id, attempts, run_attempts
+      RETURNING conta_id, id, lease_id, attempts
     ), logged AS (
       INSERT INTO delivery_attempts (conta_id, delivery_id, attempt, started_at)
       SELECT conta_id, id, attempts, clock_timestamp() FROM created WHERE lease_id IS NOT NULL
+    ), leases AS (
+      -- The deliveries taken, by id, with their leases: looked up rather than joined (placesLeft).
+      SELECT jsonb_object_agg(c.id, c.lease_id) AS by_id FROM created c WHERE c.lease_id IS NOT NULL
     )
     SELECT (SELECT held FROM relay_lock) AS locked,
            (SELECT count(*) FROM marked)::int AS relayed,
            (SELECT count(*) FROM created)::int AS deliveries,
            coalesce((SELECT json_agg(json_build_object(
-              'conta_id', c.conta_id, 'id', c.id, 'lease_id', c.lease_id, 'attempt', c.attempts, 'run_attempts', c.run_attempts,
-              'endpoint_id', c.endpoint_id, 'event_id', m.id, 'tipo', m.tipo, 'dados', m.dados, 'criado_em', m.criado_em,
+              'conta_id', x.conta_id, 'id', x.id, 'lease_id', (SELECT by_id FROM leases) ->> x.id::text, 'attempt', 1, 'run_attempts', 1,
+              'endpoint_id', x.endpoint_id, 'event_id', x.event_id, 'tipo', x.tipo, 'dados', x.dados, 'criado_em', x.criado_em,
               'url', e.url, 'segredo', e.segredo,
               'segredo_anterior', CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END,
-              'falhando_desde', e.falhando_desde) ORDER BY r.seq, c.endpoint_id)
-              FROM created c
-              JOIN ready r ON r.conta_id = c.conta_id AND r.id = c.event_id
-              JOIN marked m ON m.conta_id = c.conta_id AND m.id = c.event_id
-              JOIN webhook_endpoints e ON e.conta_id = c.conta_id AND e.id = c.endpoint_id
-             WHERE c.lease_id IS NOT NULL), '[]'::json) AS taken,
+              'falhando_desde', e.falhando_desde) ORDER BY x.seq, x.endpoint_id)
+              FROM decided x
+              JOIN webhook_endpoints e ON e.conta_id = x.conta_id AND e.id = x.endpoint_id
+             WHERE x.taken AND (SELECT by_id FROM leases) ? x.id::text), '[]'::json) AS taken,
            -- The other workers are woken only for what this one did not take.
            (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_DUE}, '') WHERE EXISTS (SELECT FROM created WHERE lease_id IS NULL)) n) AS notified`);
 }

@@ -15,6 +15,7 @@ import type { WebhookHttp } from './http.ts';
 import { LEASE_MS, RENEW_EVERY_MS, SEND_MARGIN_MS } from './lease.ts';
 import type { Recorder } from './recorder.ts';
 import { Signal } from './signal.ts';
+import type { Statistics } from './statistics.ts';
 import { turnBatch } from './turn-batch.ts';
 
 const POLL_MS = 1_000;
@@ -66,7 +67,7 @@ function countDown(counts: Map<string, number>, key: string): void {
 
 const leaseOf = (row: TakenDelivery): Lease => ({ contaId: row.conta_id, deliveryId: row.id, leaseId: row.lease_id });
 
-export function startDispatcher(deps: LoopDeps, notifier: Notifier, http: WebhookHttp, recorder: Recorder): Dispatcher {
+export function startDispatcher(deps: LoopDeps, notifier: Notifier, http: WebhookHttp, recorder: Recorder, statistics: Statistics): Dispatcher {
   const { pool, config, log } = deps;
   const limits = holdLimits(config);
   const minTake = Math.max(1, Math.floor(limits.total / 8));
@@ -242,6 +243,8 @@ export function startDispatcher(deps: LoopDeps, notifier: Notifier, http: Webhoo
       // outcomes being written alone, and free once they are.
       (outcomes === undefined && t.limit < minTake ? null : takeDeliveries(pool, t, outcomes)));
     if (rows === null) return { taken: 0, short: true };
+    // Due deliveries beyond what it read: a backlog of retries or replays, with no relay pass to say so.
+    if (rows.length >= asked.scan) statistics.backlog();
     adopt(rows, asked, sentAt, 'all');
     return { taken: rows.length, short: rows.length < asked.scan };
   });

@@ -8,6 +8,7 @@ import { startDispatcher } from './dispatcher.ts';
 import { createWebhookHttp } from './http.ts';
 import { startRecorder } from './recorder.ts';
 import { startRelay } from './relay.ts';
+import { startStatistics } from './statistics.ts';
 
 export function startWebhooks(deps: LoopDeps, notifier: Notifier): Poller {
   const http = createWebhookHttp({
@@ -16,8 +17,9 @@ export function startWebhooks(deps: LoopDeps, notifier: Notifier): Poller {
     maxSocketsPerHost: deps.config.WEBHOOK_CONCURRENCY,
   });
   const recorder = startRecorder(deps);
-  const dispatcher = startDispatcher(deps, notifier, http, recorder);
-  const relay = startRelay(deps, notifier, dispatcher);
+  const statistics = startStatistics(deps);
+  const dispatcher = startDispatcher(deps, notifier, http, recorder, statistics);
+  const relay = startRelay(deps, notifier, dispatcher, statistics);
   return {
     wake() {
       relay.wake();

@@ -7,6 +7,7 @@ import type { LoopDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { startPoller, type Poller } from '../poller.ts';
 import type { Dispatcher } from './dispatcher.ts';
+import type { Statistics } from './statistics.ts';
 
 const BATCH = 500;
 /**
@@ -20,7 +21,7 @@ export const RELAY_SPACING_MS = 10;
 /** The channel emit_event notifies at commit (sql/code/eventos.sql). */
 export const CHANNEL_OUTBOX = 'outbox';
 
-export function startRelay(deps: LoopDeps, notifier: Notifier, dispatcher: Dispatcher): Poller {
+export function startRelay(deps: LoopDeps, notifier: Notifier, dispatcher: Dispatcher, statistics: Statistics): Poller {
   const { pool, log } = deps;
   const poller = startPoller({
     name: 'webhook-relay',
@@ -29,7 +30,11 @@ export function startRelay(deps: LoopDeps, notifier: Notifier, dispatcher: Dispa
     batch: BATCH,
     spacingMs: RELAY_SPACING_MS,
     // When another worker holds the relay lock nothing is claimed; it keeps going while it finds events.
-    step: () => dispatcher.relay((take, outcomes) => relayOutbox(pool, BATCH, take, outcomes)),
+    step: async () => {
+      const relayed = await dispatcher.relay((take, outcomes) => relayOutbox(pool, BATCH, take, outcomes));
+      if (relayed >= BATCH) statistics.backlog();
+      return relayed;
+    },
   });
   notifier.on(CHANNEL_OUTBOX, () => poller.wake());
   return poller;
