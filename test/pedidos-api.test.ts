@@ -225,4 +225,22 @@ test('the list pages through the account only, with every filter, and valor_cent
   assert.ok(semValor.every((p: Record<string, unknown>) => !('valor_centavos' in p)));
 });
 
+test('text of every kind comes back exactly as it was stored, alone and in the list (PostgreSQL writes the JSON)', async () => {
+  const hostil = 'Zé "aspas" \\ barra / \u0001\u001f\ttab\nlinha \u2028 ç 🚀 </script>';
+  const metadados = { 'chave "com" aspas': hostil, 'ç\\': 'a|b', vazio: '' };
+  const id = await novoPedido(app.db.pool, conta.contaId, {
+    clienteNome: hostil, referenciaExterna: `ERP|${hostil}`.slice(0, 100), metadados,
+    itens: [{ tipo: 'avulso', nome: hostil.slice(0, 100), quantidade: 7 }],
+  });
+  const { status, body } = await get(`/pedidos-producao/${id}`);
+  assert.is(status, 200);
+  assert.is(body.cliente_nome, hostil);
+  assert.is(body.referencia_externa, `ERP|${hostil}`.slice(0, 100));
+  assert.equal(body.metadados, metadados);
+  assert.is(body.itens[0].nome, hostil.slice(0, 100));
+  assert.is(body.valor_centavos, 12345);
+  const lista = (await get(`/pedidos-producao?referencia_externa=${encodeURIComponent(body.referencia_externa)}`)).body.dados;
+  assert.equal(lista, [body]);
+});
+
 test.run();

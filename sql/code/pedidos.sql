@@ -122,32 +122,38 @@ END $$;
 CREATE TRIGGER pedidos_emitir_situacao AFTER UPDATE ON pedidos_producao
   FOR EACH ROW WHEN (OLD.situacao IS DISTINCT FROM NEW.situacao) EXECUTE FUNCTION pedidos_emitir_situacao();
 
--- The representation of a production order (contract §2.1) as the API sends it, and its version
--- (its ETag's): the one definition every read of an order uses, alone (admission reads it with the
--- request: sql/code/representacoes.sql), in a list, and after it is created. valor_centavos is cost
--- data: only on customer orders with a value, and only for a caller whose key's creator holds
--- custos.ver; absent otherwise, never null.
+-- The representation of a production order (contract §2.1) as the API sends it, compact and in the
+-- order of its fields, and its version (its ETag's): the one definition every read of an order uses,
+-- alone (admission reads it with the request: sql/code/representacoes.sql), in a list, and after it
+-- is created. valor_centavos is cost data: only on customer orders with a value, and only for a
+-- caller whose key's creator holds custos.ver; absent otherwise, never null.
 CREATE FUNCTION pedido_representacao(p_conta_id uuid, p_id uuid, p_permissoes text[])
 RETURNS TABLE (versao bigint, corpo text)
 LANGUAGE sql STABLE AS $$
   SELECT p.row_version,
-         concat(left(json_build_object(
-                  'id', p.id, 'codigo', p.codigo, 'tipo', p.tipo, 'origem', p.origem, 'cotacao_id', p.cotacao_id,
-                  'cliente_nome', p.cliente_nome, 'prazo', p.prazo, 'prioridade', p.prioridade, 'situacao', p.situacao,
-                  'pagamento_situacao', p.pagamento_situacao,
-                  'itens', coalesce((SELECT json_agg(json_build_object(
-                                              'id', i.id, 'tipo', i.tipo, 'produto_id', i.produto_id, 'variacao_id', i.variacao_id,
-                                              'nome', i.nome, 'quantidade', i.quantidade, 'situacao', i.situacao, 'etapa', e.nome)
-                                            ORDER BY i.posicao)
-                                       FROM pedido_itens i
-                                       LEFT JOIN etapas e ON e.conta_id = i.conta_id AND e.id = i.etapa_id
-                                      WHERE i.conta_id = p.conta_id AND i.pedido_id = p.id), '[]'::json),
-                  'criado_em', instante(p.criado_em), 'atualizado_em', instante(p.atualizado_em),
-                  'finalizado_em', instante(p.finalizado_em), 'referencia_externa', p.referencia_externa,
-                  'metadados', p.metadados)::text, -1),
-                CASE WHEN p.tipo = 'cliente' AND p.valor_centavos IS NOT NULL AND 'custos.ver' = ANY (p_permissoes)
-                     THEN ', "valor_centavos" : ' || p.valor_centavos END,
-                '}')
+         '{"id":"' || p.id || '","codigo":' || to_json(p.codigo) || ',"tipo":"' || p.tipo || '","origem":"' || p.origem
+         || '","cotacao_id":' || coalesce('"' || p.cotacao_id || '"', 'null')
+         || ',"cliente_nome":' || coalesce(to_json(p.cliente_nome)::text, 'null')
+         || ',"prazo":' || coalesce('"' || p.prazo || '"', 'null')
+         || ',"prioridade":"' || p.prioridade || '","situacao":"' || p.situacao
+         || '","pagamento_situacao":' || coalesce('"' || p.pagamento_situacao || '"', 'null')
+         || ',"itens":[' || coalesce(
+              (SELECT string_agg('{"id":"' || i.id || '","tipo":"' || i.tipo
+                                 || '","produto_id":' || coalesce('"' || i.produto_id || '"', 'null')
+                                 || ',"variacao_id":' || coalesce('"' || i.variacao_id || '"', 'null')
+                                 || ',"nome":' || to_json(i.nome) || ',"quantidade":' || i.quantidade
+                                 || ',"situacao":"' || i.situacao || '","etapa":'
+                                 || coalesce((SELECT to_json(e.nome)::text FROM etapas e WHERE e.conta_id = i.conta_id AND e.id = i.etapa_id), 'null')
+                                 || '}', ',' ORDER BY i.posicao)
+                 FROM pedido_itens i
+                WHERE i.conta_id = p.conta_id AND i.pedido_id = p.id), '')
+         || '],"criado_em":"' || instante(p.criado_em) || '","atualizado_em":"' || instante(p.atualizado_em)
+         || '","finalizado_em":' || coalesce('"' || instante(p.finalizado_em) || '"', 'null')
+         || ',"referencia_externa":' || coalesce(to_json(p.referencia_externa)::text, 'null')
+         || ',"metadados":' || p.metadados
+         || CASE WHEN p.tipo = 'cliente' AND p.valor_centavos IS NOT NULL AND 'custos.ver' = ANY (p_permissoes)
+                 THEN ',"valor_centavos":' || p.valor_centavos ELSE '' END
+         || '}'
     FROM pedidos_producao p
    WHERE p.conta_id = p_conta_id AND p.id = p_id
 $$;
