@@ -1,5 +1,5 @@
-// What admission answers for one request (api_admit_batch's json, one object per request): the
-// outcome and reason, the caller, and every ceiling with what is left of it, for the headers.
+// What admission answers for one request (a line of api_admit's answer): the outcome and reason, the
+// caller, every ceiling with what is left of it, for the headers, and the record it read, if any.
 import { z } from 'zod';
 
 /**

@@ -2,9 +2,10 @@
 // one production order with off-the-shelf parts. Per request: one point of rate-limiter-flexible on the
 // store RATE_LIMIT_STORE names (redis: RateLimiterRedis with ioredis; postgres: RateLimiterPostgres in a
 // table of its own on the same database, with the library's defaults), then the SELECT the service
-// runs for an order (lerPedido in shared/db/pedidos.ts), prepared once per connection as SQL_DRIVER
-// says (pg: a named statement through pg.Pool; postgres: postgres.js, which prepares by default), and
-// the row JSON.stringify'd. No authentication, validation, ETag or request log.
+// runs for an order (its representation with its items, built by PostgreSQL: sql/code/pedidos.sql,
+// pedido_representacao), prepared once per connection as SQL_DRIVER says (pg: a named statement
+// through pg.Pool; postgres: postgres.js, which prepares by default), and its JSON sent as it came. No
+// authentication, validation, ETag or request log.
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import postgres from 'postgres';

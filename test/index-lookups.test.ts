@@ -81,8 +81,7 @@ test('admission and a batch of movements with their keys read no table sequentia
   const before = await seqScans();
   const expiryBefore = await expiryIndexScans();
   for (let i = 0; i < 10; i++) {
-    // Alone (api_admit_one) and in a batch of two (api_admit_many), each giving back the slots the
-    // one before took.
+    // Alone and in a batch of two (api_admit), each giving back the slots the one before took.
     const slot = { contaId: conta.contaId, chaveId: conta.chaveId };
     const [admitted] = await admitBatch(one, [{ token: conta.token, custo: 2, classe: 'escrita' }], { release: i > 0 ? [slot, slot] : [] });
     assert.is(admitted?.outcome, 'ok');

@@ -1,6 +1,6 @@
 // A reference model of admission (contract §8;
 // docs/decisions/0009-cost-units-classes-and-windows.md), small enough to be read against the
-// contract line by line: what test/limits-model.test.ts compares api_admit_one and api_admit_many
+// contract line by line: what test/limits-model.test.ts compares api_admit (alone and in batches)
 // with, step by step. It knows nothing of blocks, batches, locks or tables: per key a token bucket,
 // a count of consecutive refusals and a suspension; per account a window of each class and the
 // month; slots per serving process.
