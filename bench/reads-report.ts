@@ -1,7 +1,7 @@
 // The reads section of BENCHMARKS.md (bench/reads.bench.ts): every row's runs as their median and
 // min–max, the ratios of each round to its baselines of the same round, and the goals beside them.
 import type { load, LoadResult } from './lib.ts';
-import { fmt, spread } from './spread.ts';
+import { fmt, median, spread } from './spread.ts';
 
 /** A row of the table: `server` is its server's label in the CPU report, `redis` whether it talks to Redis. */
 export type RowSpec = {
@@ -88,6 +88,24 @@ ${rows.map(tableRow).join('\n')}
 - 304 / 200: ${ratio(notModified, ok, rps, '≥ 1.5')}.
 - Admission alone (GET /v1/saude): PostgreSQL ${saude?.runs.length ? spread(of(saude, pgOf)) : '–'} µs and WAL
   ${saude?.runs[0]?.written ? spread(of(saude, (r) => r.written?.walBytes ?? 0)) : '–'} B a request, the request log's row
-  and the slot's release included (goal for admission itself: ≤ 60 µs and ≤ 300 B; the section "Where PostgreSQL's time
-  goes" splits it by statement).`;
+  and the slot's release included (goal for admission itself: ≤ 60 µs and ≤ 300 B; the section "Admission" measures
+  api_admit alone, and "Where PostgreSQL's time goes" splits a request by statement).
+${gap(ok, a, c)}`;
+}
+
+/** Where the service's 200 spends more than baseline A, by process, from the medians of their runs. */
+function gap(ok: Measured | undefined, a: Measured | undefined, c: Conditions): string {
+  if (!ok?.runs.length || !a?.runs.length) return '';
+  const m = (row: Measured, pick: (r: LoadResult) => number) => median(of(row, pick));
+  const pgMore = m(ok, pgOf) - m(a, pgOf);
+  const webMore = m(ok, (r) => cpuOf(r, c.service)) - m(a, (r) => cpuOf(r, c.bare));
+  const redis = m(a, (r) => cpuOf(r, 'Redis'));
+  const machine = (row: Measured, server: string) => m(row, pgOf) + m(row, (r) => cpuOf(r, server)) + m(row, (r) => cpuOf(r, 'Redis'))
+    + m(row, (r) => cpuOf(r, 'load generator (autocannon)'));
+  return `- What the gap to baseline A is made of (medians): PostgreSQL ${fmt(pgMore)} µs a request more than the baseline's
+  (admission, which the baseline does not do, and the request log's row; the order's own read is the same statement in
+  both), the web process ${fmt(webMore)} µs more, while the baseline's Redis spends ${fmt(redis)} µs. All processes share
+  the machine's cores: the service's 200 used ${fmt(machine(ok, c.service))} µs of CPU a request in all, the baseline
+  ${fmt(machine(a, c.bare))} µs. The service's rate is also bound by waiting: its requests queue for the admission batch in flight (one
+  at a time per process: a second one in flight is smaller and costs more per request; docs/decisions/0041-admission-decided-by-one-function.md), which the p50 column shows.`;
 }
