@@ -38,10 +38,10 @@ export class AdmissionQueue {
   constructor(deps: AdmissionQueueDeps, waitBudgetMs: number, refusalDelayMs = 0) {
     this.#deps = deps;
     this.#refusals = new RefusalCache({ delayMs: refusalDelayMs });
-    // One batch in flight: what arrives meanwhile goes in the next one. Measured (BENCHMARKS.md), a
-    // second batch in flight makes both smaller and costs more per request than it saves in
-    // waiting. A second one goes only when the first has stalled (waiting on a lock or a slow
-    // disk), so one slow batch never holds every request of the process.
+    // One batch in flight: what arrives meanwhile goes in the next one. A second batch in flight
+    // makes both smaller and costs more per request than it saves in waiting
+    // (docs/decisions/0041-admission-decided-by-one-function.md). It goes only when the first has
+    // stalled (waiting on a lock or a slow disk), so one slow batch never holds every request of the process.
     const onSplit = (error: unknown, size: number) =>
       deps.log.warn({ err: error, size }, 'an admission batch failed as a whole; split to find the request at fault');
     this.#batcher = new Batcher({ lanes: 2, stallMs: 20, maxBatch: 500, waitBudgetMs, onSplit }, (batch) => this.#send(batch));

@@ -14,6 +14,9 @@ export type Prova =
 /** A record a GET of one record asks admission to read with it (sql/code/representacoes.sql). */
 export type RegistroPedido = { tabela: string; id: string };
 
+/** A record read with the request (sql/code/representacoes.sql): its version and body, or null when the account has none. */
+export type Registro = { versao: number; corpo: string } | null;
+
 // A refusal carries only what it needs (a 401 nothing but its outcome): absent means null.
 const maybe = <T extends z.ZodType>(type: T) => type.nullable().default(null);
 const int = maybe(z.number().int());

@@ -9,11 +9,9 @@ import type { AdmissionRow } from './admission-row.ts';
 import { minuteClass, rateLimitHeaders, type Charge } from './limits.ts';
 import type { Caller } from './caller.ts';
 import type { Cost } from './cost.ts';
-import type { Prova, RegistroPedido } from './admission-row.ts';
+import type { Prova, Registro, RegistroPedido } from './admission-row.ts';
 import type { AnyRoute } from './routes/types.ts';
 
-/** A record read with the request (sql/code/representacoes.sql): its version and body, or null when the account has none. */
-export type Registro = { versao: number; corpo: string } | null;
 
 export type Admitted = {
   ok: true; caller: Caller; charge: Charge; headers: Record<string, string>;

@@ -47,8 +47,8 @@ export class Batcher<T, R> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ item, since: performance.now(), resolve, reject });
       // Alone, a request goes at once. While a batch is in flight, the requests that arrive in one
-      // turn of the event loop go together (measured: a quarter less CPU per movement, in both
-      // processes, than a batch for each as lanes free up).
+      // turn of the event loop go together: less CPU per request, in both processes, than a batch for
+      // each as lanes free up (BENCHMARKS.md, "Stock movements and the catalog").
       if (this.#inFlight.size === 0) this.#schedule();
       else this.#gather ??= setImmediate(() => {
         this.#gather = null;

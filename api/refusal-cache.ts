@@ -10,8 +10,8 @@
 //
 // A remembered refusal is held for a while before it is sent (REFUSAL_DELAY_MS): a client that
 // ignores Retry-After and asks again the moment it is answered would otherwise take as much of the
-// process's CPU as it is quick to answer, at the expense of every other account (measured in
-// BENCHMARKS.md). Holding costs a timer, not CPU; at most MAX_HELD are held at once, the rest are
+// process's CPU as it is quick to answer, at the expense of every other account (BENCHMARKS.md, "A
+// bad neighbour"). Holding costs a timer, not CPU; at most MAX_HELD are held at once, the rest are
 // answered at once.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { clock } from '../shared/clock.ts';

@@ -8,7 +8,7 @@ import type { Db, Pool } from '../../shared/db/pool.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { CircuitBreaker } from '../breaker.ts';
 import type { AdmissionQueue } from '../admission-queue.ts';
-import type { Registro } from '../admission.ts';
+import type { Registro } from '../admission-row.ts';
 import type { DocumentCache } from '../document-cache.ts';
 import type { BatchedWrite, WriteQueue } from '../write-queue.ts';
 import type { Claim, KeyedRequest } from '../idempotency.ts';

@@ -55,7 +55,7 @@ $$;
 -- NULL when the account has no such record.
 CREATE FUNCTION versao_do_recurso(p_tabela text, p_conta_id uuid, p_id uuid) RETURNS bigint
 -- PL/pgSQL, not SQL: a SQL function with sub-selects is not inlined, and is planned again at every
--- call from admission (measured: a fifth of the movements' throughput); PL/pgSQL keeps its plans.
+-- call from admission; PL/pgSQL keeps its plans.
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
   CASE p_tabela
