@@ -170,28 +170,11 @@ function headOperation(route: AnyRoute): JsonSchema {
  * variable (the committed copy in docs/, independent of where the service runs).
  */
 export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, options: { template?: boolean } = {}): JsonSchema {
-  const paths: Record<string, Record<string, JsonSchema>> = {};
-  for (const route of routes) {
-    paths[route.path] ??= {};
-    const item = paths[route.path] as Record<string, JsonSchema>;
-    item[route.method.toLowerCase()] = operation(route);
-    if (route.method === 'GET') item.head = headOperation(route);
-  }
+  const paths = pathsOf(routes);
   const referenced = new Set([...JSON.stringify(paths).matchAll(/#\/components\/headers\/([A-Za-z-]+)/g)].map((m) => m[1]));
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'API de preços, estoque, cotações e produção',
-      version: 'v1',
-      license: { name: 'Proprietária: uso pelas contas da plataforma' },
-      description:
-        'API HTTP de uma ferramenta de preços e produção para impressão 3D: catálogo e preços por canal de venda, materiais e estoque, movimentos de estoque, cotações, pedidos de produção e webhooks.\n\n' +
-        `Para começar, leia o [guia do integrador](${GUIA_PATH}): a primeira chamada, chaves e escopos, limites e custos, idempotência, listas, erros, webhooks e estoque, com exemplos que rodam.\n\n` +
-        `Em TypeScript, use o [cliente oficial](${GUIA_PATH}/cliente-typescript), o pacote npm \`@printfarm/api\`: cada operação desta referência tipada, novas tentativas com a mesma Idempotency-Key, listas, ETag, verificação de webhooks e o comando \`escutar\`, que encaminha os eventos da conta para um endereço local sem túnel.\n\n` +
-        'Respostas de 1 KiB ou mais vêm comprimidas (`Content-Encoding: gzip`) quando a requisição envia `Accept-Encoding: gzip`; o `ETag` é o mesmo com ou sem compressão.\n\n' +
-        `Toda mudança da API, e dos tetos de uso de cada plano antes de valerem, é anunciada no [histórico de mudanças](${CHANGELOG_PATH}). ` +
-        'Os códigos de erro estão em [/docs/erros](/docs/erros).',
-    },
+    info: INFO,
     servers: options.template
       ? [{ url: '{base_url}', description: 'O endereço do serviço, terminado em /v1.', variables: { base_url: { default: baseUrl } } }]
       : [{ url: baseUrl }],
@@ -200,53 +183,78 @@ export function buildOpenApi(routes: readonly AnyRoute[], baseUrl: string, optio
     paths,
     webhooks: webhooksSection(),
     components: {
-      securitySchemes: {
-        chaveApi: {
-          type: 'http',
-          scheme: 'bearer',
-          bearerFormat: 'chv_<prefixo>_<segredo>',
-          description: `Chave de API no cabeçalho \`Authorization: Bearer <chave>\`. Uma chave nunca faz mais do que quem a criou: `
-            + 'além do escopo, cada rota exige a permissão dessa pessoa indicada em x-permissao-do-criador (as do registro de eventos, a de '
-            + 'cada tipo de evento), e a chave de quem foi desativado no aplicativo recebe 403 escopo_insuficiente em toda rota com escopo. '
-            + `Escopos: ${ESCOPOS.map((e) => `${e} (${DESCRICAO_ESCOPO[e]})`).join('; ')}`,
-        },
-      },
+      securitySchemes: { chaveApi: CHAVE_API },
       headers: Object.fromEntries(Object.entries(HEADERS).filter(([name]) => referenced.has(name))),
-      schemas: {
-        Problema: {
-          type: 'object',
-          required: ['type', 'title', 'status', 'detail', 'codigo', 'requisicao_id'],
-          properties: {
-            type: { type: 'string', format: 'uri' },
-            title: { type: 'string' },
-            status: { type: 'integer' },
-            detail: { type: 'string' },
-            codigo: { type: 'string', enum: Object.keys(TITULOS) },
-            requisicao_id: { type: 'string', format: 'uuid' },
-            erros: {
-              type: 'array',
-              items: {
-                type: 'object',
-                required: ['campo', 'mensagem'],
-                properties: { campo: { type: 'string' }, mensagem: { type: 'string' } },
-              },
-            },
-            motivo: { type: 'string', description: 'Em 422: por que uma regra de negócio recusou (saldo_insuficiente, referencia_invalida, sku_ambiguo, lote_recusado…).' },
-            recusas: {
-              type: 'array',
-              description: 'Em 422 com motivo lote_recusado: cada item recusado do lote, pela sua posição (indice, a partir de 0) em movimentos.',
-              items: {
-                type: 'object',
-                required: ['indice', 'motivo', 'mensagem'],
-                properties: { indice: { type: 'integer', minimum: 0 }, motivo: { type: 'string' }, mensagem: { type: 'string' } },
-              },
-            },
-          },
-        },
-      },
+      schemas: { Problema: PROBLEMA },
     },
   };
 }
+
+/** Each path with its operations; a GET brings its HEAD. */
+function pathsOf(routes: readonly AnyRoute[]): Record<string, Record<string, JsonSchema>> {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const route of routes) {
+    const item = (paths[route.path] ??= {});
+    item[route.method.toLowerCase()] = operation(route);
+    if (route.method === 'GET') item.head = headOperation(route);
+  }
+  return paths;
+}
+
+const INFO = {
+  title: 'API de preços, estoque, cotações e produção',
+  version: 'v1',
+  license: { name: 'Proprietária: uso pelas contas da plataforma' },
+  description:
+    'API HTTP de uma ferramenta de preços e produção para impressão 3D: catálogo e preços por canal de venda, materiais e estoque, movimentos de estoque, cotações, pedidos de produção e webhooks.\n\n' +
+    `Para começar, leia o [guia do integrador](${GUIA_PATH}): a primeira chamada, chaves e escopos, limites e custos, idempotência, listas, erros, webhooks e estoque, com exemplos que rodam.\n\n` +
+    `Em TypeScript, use o [cliente oficial](${GUIA_PATH}/cliente-typescript), o pacote npm \`@printfarm/api\`: cada operação desta referência tipada, novas tentativas com a mesma Idempotency-Key, listas, ETag, verificação de webhooks e o comando \`escutar\`, que encaminha os eventos da conta para um endereço local sem túnel.\n\n` +
+    'Respostas de 1 KiB ou mais vêm comprimidas (`Content-Encoding: gzip`) quando a requisição envia `Accept-Encoding: gzip`; o `ETag` é o mesmo com ou sem compressão.\n\n' +
+    `Toda mudança da API, e dos tetos de uso de cada plano antes de valerem, é anunciada no [histórico de mudanças](${CHANGELOG_PATH}). ` +
+    'Os códigos de erro estão em [/docs/erros](/docs/erros).',
+};
+
+const CHAVE_API = {
+  type: 'http',
+  scheme: 'bearer',
+  bearerFormat: 'chv_<prefixo>_<segredo>',
+  description: `Chave de API no cabeçalho \`Authorization: Bearer <chave>\`. Uma chave nunca faz mais do que quem a criou: `
+    + 'além do escopo, cada rota exige a permissão dessa pessoa indicada em x-permissao-do-criador (as do registro de eventos, a de '
+    + 'cada tipo de evento), e a chave de quem foi desativado no aplicativo recebe 403 escopo_insuficiente em toda rota com escopo. '
+    + `Escopos: ${ESCOPOS.map((e) => `${e} (${DESCRICAO_ESCOPO[e]})`).join('; ')}`,
+};
+
+/** The problem details every error answers with (application/problem+json). */
+const PROBLEMA = {
+  type: 'object',
+  required: ['type', 'title', 'status', 'detail', 'codigo', 'requisicao_id'],
+  properties: {
+    type: { type: 'string', format: 'uri' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    codigo: { type: 'string', enum: Object.keys(TITULOS) },
+    requisicao_id: { type: 'string', format: 'uuid' },
+    erros: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['campo', 'mensagem'],
+        properties: { campo: { type: 'string' }, mensagem: { type: 'string' } },
+      },
+    },
+    motivo: { type: 'string', description: 'Em 422: por que uma regra de negócio recusou (saldo_insuficiente, referencia_invalida, sku_ambiguo, lote_recusado…).' },
+    recusas: {
+      type: 'array',
+      description: 'Em 422 com motivo lote_recusado: cada item recusado do lote, pela sua posição (indice, a partir de 0) em movimentos.',
+      items: {
+        type: 'object',
+        required: ['indice', 'motivo', 'mensagem'],
+        properties: { indice: { type: 'integer', minimum: 0 }, motivo: { type: 'string' }, mensagem: { type: 'string' } },
+      },
+    },
+  },
+};
 
 /** Response headers of a conditional GET (ETag on 200 and 304). */
 export const etagHeaders = { ETag: required('ETag') };

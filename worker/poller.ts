@@ -6,7 +6,7 @@ import type { Logger } from '../shared/log.ts';
 
 export type Poller = { wake(): void; stop(): Promise<void> };
 
-export function startPoller(options: {
+export type PollerOptions = {
   name: string;
   intervalMs: number;
   log: Logger;
@@ -23,56 +23,83 @@ export function startPoller(options: {
    * start waits for the rest, and its step takes whatever else came meanwhile.
    */
   spacingMs?: number;
-}): Poller {
-  let stopped = false;
-  let wakeUp: (() => void) | null = null;
-  let pendingWake = false;
+};
 
-  const sleep = () =>
-    new Promise<void>((resolve) => {
-      if (pendingWake) {
-        pendingWake = false;
+export function startPoller(options: PollerOptions): Poller {
+  return new PollingLoop(options);
+}
+
+class PollingLoop implements Poller {
+  readonly #options: PollerOptions;
+  #stopped = false;
+  /** Ends the current wait, while the loop waits. */
+  #wakeUp: (() => void) | null = null;
+  /** A notification that came during a step: the next wait ends at once. */
+  #pendingWake = false;
+  #lastStart = -Infinity;
+  readonly #loop: Promise<void>;
+
+  constructor(options: PollerOptions) {
+    this.#options = options;
+    this.#loop = this.#run();
+  }
+
+  wake(): void {
+    if (this.#wakeUp) this.#wakeUp();
+    else this.#pendingWake = true;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wakeUp?.();
+    await this.#loop;
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      await this.#keepSpacing();
+      if (this.#stopped) break;
+      const handled = await this.#step();
+      const { batch } = this.#options;
+      const drained = handled === 0 || (batch !== undefined && handled < batch);
+      if (drained && !this.#stopped) await this.#sleep();
+    }
+  }
+
+  /** One step; a failed one is logged and counts as having handled nothing. */
+  async #step(): Promise<number> {
+    this.#lastStart = performance.now();
+    try {
+      return await this.#options.step();
+    } catch (error) {
+      this.#options.log.error({ err: error, loop: this.#options.name }, 'worker loop step failed');
+      return 0;
+    }
+  }
+
+  /** Waits until spacingMs has passed since the last step started. */
+  async #keepSpacing(): Promise<void> {
+    const left = () => this.#lastStart + (this.#options.spacingMs ?? 0) - performance.now();
+    // A timer may fire up to a millisecond early (it counts from the event loop's cached time).
+    for (let early = left(); early > 0 && !this.#stopped; early = left()) {
+      await new Promise((resolve) => setTimeout(resolve, Math.ceil(early)));
+    }
+  }
+
+  /** Waits for the interval or a notification, whichever comes first. */
+  #sleep(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.#pendingWake) {
+        this.#pendingWake = false;
         return resolve();
       }
-      const timer = setTimeout(done, options.intervalMs);
-      function done() {
+      const done = () => {
         clearTimeout(timer);
-        wakeUp = null;
+        this.#wakeUp = null;
         resolve();
-      }
-      wakeUp = done;
+      };
+      const timer = setTimeout(done, this.#options.intervalMs);
+      this.#wakeUp = done;
     });
-
-  let lastStart = -Infinity;
-  const spacingLeft = () => lastStart + (options.spacingMs ?? 0) - performance.now();
-  const loop = (async () => {
-    while (!stopped) {
-      let handled = 0;
-      // A timer may fire up to a millisecond early (it counts from the event loop's cached time).
-      for (let early = spacingLeft(); early > 0 && !stopped; early = spacingLeft()) {
-        await new Promise((resolve) => setTimeout(resolve, Math.ceil(early)));
-      }
-      if (stopped) break;
-      lastStart = performance.now();
-      try {
-        handled = await options.step();
-      } catch (error) {
-        options.log.error({ err: error, loop: options.name }, 'worker loop step failed');
-      }
-      const drained = handled === 0 || (options.batch !== undefined && handled < options.batch);
-      if (drained && !stopped) await sleep();
-    }
-  })();
-
-  return {
-    wake() {
-      if (wakeUp) wakeUp();
-      else pendingWake = true;
-    },
-    async stop() {
-      stopped = true;
-      wakeUp?.();
-      await loop;
-    },
-  };
+  }
 }

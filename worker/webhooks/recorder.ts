@@ -46,7 +46,7 @@ type Waiting = { entry: Finished; resolve: () => void; reject: (error: unknown) 
 export function startRecorder(deps: { pool: Pool; log: Logger }): Recorder {
   // Outcomes written alone: those finishing in the same turn of the event loop share a statement.
   const writeAlone = turnBatch<Finished, void>(async (batch) => {
-    await writeWithRetries(batch);
+    await writeWithRetries(deps, batch);
     return batch.map(() => undefined);
   }, { max: MAX_BATCH, parallel: PARALLEL });
 
@@ -68,34 +68,6 @@ export function startRecorder(deps: { pool: Pool; log: Logger }): Recorder {
 
   const flush = () => alone(drain());
 
-  async function writeWithRetries(batch: Finished[]): Promise<void> {
-    const { runs, disable } = endpointsAfter(batch);
-    const results = batch.map((e) => e.result);
-    const write = (db: Db) => recordResults(db, results, runs);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        if (disable.length === 0) await write(deps.pool);
-        else {
-          await deps.pool.transaction(async (tx) => {
-            await write(tx);
-            const disabled = await desativarEndpoints(tx, disable);
-            for (const e of disabled) deps.log.warn({ endpoint: e.id, conta: e.conta_id, motivo: e.desativado_motivo }, 'webhook endpoint disabled');
-          });
-        }
-        return;
-      } catch (error) {
-        const wait = RETRIES[attempt];
-        if (wait === undefined) {
-          // The leases stay: once they run out, the deliveries are sent again.
-          deps.log.error({ err: error, deliveries: batch.length }, 'webhook outcomes not recorded; their deliveries will run again');
-          return;
-        }
-        deps.log.warn({ err: error, deliveries: batch.length }, 'recording webhook outcomes failed; retrying');
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-    }
-  }
-
   return {
     record: (entry) => new Promise<void>((resolve, reject) => {
       waiting.push({ entry, resolve, reject });
@@ -116,6 +88,35 @@ export function startRecorder(deps: { pool: Pool; log: Logger }): Recorder {
       };
     },
   };
+}
+
+/** Writes a batch of outcomes (and disables the endpoints they disable), retried a few times before leaving it to the leases. */
+async function writeWithRetries(deps: { pool: Pool; log: Logger }, batch: Finished[]): Promise<void> {
+  const { runs, disable } = endpointsAfter(batch);
+  const results = batch.map((e) => e.result);
+  const write = (db: Db) => recordResults(db, results, runs);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if (disable.length === 0) await write(deps.pool);
+      else {
+        await deps.pool.transaction(async (tx) => {
+          await write(tx);
+          const disabled = await desativarEndpoints(tx, disable);
+          for (const e of disabled) deps.log.warn({ endpoint: e.id, conta: e.conta_id, motivo: e.desativado_motivo }, 'webhook endpoint disabled');
+        });
+      }
+      return;
+    } catch (error) {
+      const wait = RETRIES[attempt];
+      if (wait === undefined) {
+        // The leases stay: once they run out, the deliveries are sent again.
+        deps.log.error({ err: error, deliveries: batch.length }, 'webhook outcomes not recorded; their deliveries will run again');
+        return;
+      }
+      deps.log.warn({ err: error, deliveries: batch.length }, 'recording webhook outcomes failed; retrying');
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
 }
 
 /**
