@@ -10,15 +10,15 @@ import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import { QUEUES } from '../shared/jobs.ts';
 import { createBoss } from '../shared/boss.ts';
-import { CircuitBreaker } from './breaker.ts';
-import { AdmissionQueue } from './admission-queue.ts';
-import { DocumentCache } from './document-cache.ts';
-import { LimitsBookkeeper } from './limits-bookkeeper.ts';
-import { WriteQueue } from './write-queue.ts';
-import { RequestLog } from './request-log.ts';
+import { CircuitBreaker } from './admission/breaker.ts';
+import { AdmissionQueue } from './admission/admission-queue.ts';
+import { DocumentCache } from './routes/document-cache.ts';
+import { LimitsBookkeeper } from './admission/limits-bookkeeper.ts';
+import { WriteQueue } from './writes/write-queue.ts';
+import { RequestLog } from './http/request-log.ts';
 import { routes } from './routes/index.ts';
 import type { AnyRoute, Deps, JobScheduler } from './routes/types.ts';
-import { createApiServer } from './server.ts';
+import { createApiServer } from './http/server.ts';
 
 export type RunningWeb = {
   port: number;

@@ -7,7 +7,7 @@
 // building every product per request as before (bench/produtos-por-requisicao.ts), with and without
 // gzip. Figures are reported, never asserted.
 import { randomUUID } from 'node:crypto';
-import { bodyHash } from '../api/idempotency.ts';
+import { bodyHash } from '../api/writes/idempotency.ts';
 import { hashToken } from '../shared/domain/chaves.ts';
 import { movimentar, movimentosEmLote } from '../shared/db/estoque.ts';
 import { createDatabasePool, sql } from '../shared/db/pool.ts';
@@ -204,7 +204,7 @@ ${table}
   **${ratio.toFixed(2)}** (target ≥ 0.5; issue 20's ≥ 0.8); the ${PAIRS} pairs in order: ${pairs.map((p) => `${p.mov.rps}/${p.bareTx.rps} = ${p.ratio.toFixed(2)}`).join(', ')}.
 - How: admission goes in batches (every request waiting at a moment in one round trip and one
   commit), then the movements of the admitted requests go in batches of their own, up to three side
-  by side (api/write-queue.ts), each batch one statement, api_estoque_movimentar_lote, that for each
+  by side (api/writes/write-queue.ts), each batch one statement, api_estoque_movimentar_lote, that for each
   movement declares the origin for the triggers, claims the Idempotency-Key and moves the balance,
   then writes the batch's movements in one INSERT (its trigger queues estoque.movimentado) and their
   keys' records in another, so the tables' CHECKs are prepared once a batch

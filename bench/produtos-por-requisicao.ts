@@ -4,7 +4,7 @@
 // test/helpers/produtos-por-requisicao.ts), parses and validates the rows, and serializes the page
 // again. Run by bench/estoque.bench.ts beside the API, on the same database.
 import { startWeb } from '../api/main.ts';
-import { toPage } from '../api/lists.ts';
+import { toPage } from '../api/routes/lists.ts';
 import { routes } from '../api/routes/index.ts';
 import { unidadesProdutos } from '../api/routes/produtos.ts';
 import type { AnyRoute } from '../api/routes/types.ts';

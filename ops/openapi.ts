@@ -6,7 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import openapiTS from 'openapi-typescript';
-import { buildOpenApi } from '../api/openapi.ts';
+import { buildOpenApi } from '../api/reference/openapi.ts';
 import { routes } from '../api/routes/index.ts';
 import { projectRoot } from '../shared/config.ts';
 

@@ -39,12 +39,12 @@ const schema = z.object({
   DB_BREAKER_OPEN_MS: int(10, 600_000).default(2_000),
   DB_STATEMENT_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_STATEMENT_TIMEOUT_MS),
   MAX_IN_FLIGHT: int(1, 100_000).default(1_000),
-  // How long a refusal answered from memory (a bad or suspended key, api/refusal-cache.ts) is held
+  // How long a refusal answered from memory (a bad or suspended key, api/admission/refusal-cache.ts) is held
   // before it is sent: a client that ignores Retry-After and asks again at once slows to this pace.
   REFUSAL_DELAY_MS: int(0, 10_000).default(1_000),
   SHUTDOWN_GRACE_MS: int(0, 120_000).default(25_000),
   REQUEST_LOG_FLUSH_MS: int(10, 60_000).default(1_000),
-  // The catalog documents a web process holds to answer GET /produtos (api/document-cache.ts); 0: none.
+  // The catalog documents a web process holds to answer GET /produtos (api/routes/document-cache.ts); 0: none.
   CATALOGO_CACHE_MB: int(0, 4096).default(32),
   // Check every response body against its route's schema (tests turn it on; a mismatch is a 500).
   VALIDATE_RESPONSES: boolean.default(false),

@@ -87,10 +87,54 @@ test('api/ and worker/ never import each other; shared/ imports neither, nor ops
   assert.equal(crossings(await importGraph()), []);
 });
 
-test('the rules can fail: a planted circle and a planted crossing are found', () => {
+/**
+ * The rooms of api/ and the rooms each may import from (besides its own, shared/ and the table's
+ * shape, api/routes/types.ts, which every room may read). api/main.ts, the only module at api/'s
+ * root, assembles them all. Admission knows nothing of HTTP, writes or the reference; writes know
+ * nothing of HTTP or the routes; the reference reads the route table and nothing that runs a request
+ * but its state.
+ */
+const ROOMS: Record<string, string[]> = {
+  'api/http': ['api/admission', 'api/writes', 'api/reference', 'api/routes'],
+  'api/admission': [],
+  'api/writes': ['api/admission'],
+  'api/reference': ['api/routes', 'api/http'],
+  'api/routes': ['api/admission', 'api/writes', 'api/reference', 'api/http'],
+};
+const TABLE_SHAPE = path.join('api', 'routes', 'types.ts');
+
+/** Imports from one room of api/ into another it may not use, and modules of api/ outside any room. */
+function roomBreaches(graph: Map<string, string[]>): string[] {
+  const roomOf = (p: string) => p.split(path.sep).slice(0, 2).join('/');
+  const breaches: string[] = [];
+  for (const [from, targets] of graph) {
+    if (!from.startsWith(`api${path.sep}`)) continue;
+    if (from === path.join('api', 'main.ts')) continue;
+    const room = roomOf(from);
+    const allowed = ROOMS[room];
+    if (!allowed) { breaches.push(`${from}: in no room of api/`); continue; }
+    for (const to of targets) {
+      if (!to.startsWith(`api${path.sep}`) || to === TABLE_SHAPE || roomOf(to) === room) continue;
+      if (!allowed.includes(roomOf(to))) breaches.push(`${from} → ${to}`);
+    }
+  }
+  return breaches;
+}
+
+test('every module of api/ is in a room, and imports only from the rooms its own may use', async () => {
+  assert.equal(roomBreaches(await importGraph()), []);
+});
+
+test('the rules can fail: a planted circle, crossing, room breach and homeless module are found', () => {
   const planted = new Map([['api/a.ts', ['api/b.ts']], ['api/b.ts', ['api/a.ts', 'worker/c.ts']], ['worker/c.ts', []]]);
   assert.equal(cycles(planted), [['api/a.ts', 'api/b.ts']]);
   assert.equal(crossings(planted), ['api/b.ts → worker/c.ts']);
+  const rooms = new Map([
+    ['api/admission/x.ts', ['api/http/y.ts', 'api/routes/types.ts']],
+    ['api/writes/z.ts', ['api/admission/x.ts']],
+    ['api/stray.ts', []],
+  ]);
+  assert.equal(roomBreaches(rooms), ['api/admission/x.ts → api/http/y.ts', 'api/stray.ts: in no room of api/']);
 });
 
 test.run();

@@ -14,8 +14,8 @@ import { probeRoutes } from './helpers/probe-routes.ts';
 import { emit } from './helpers/receiver.ts';
 import { lerUso, settled } from './helpers/uso.ts';
 import { routes } from '../api/routes/index.ts';
-import { MAX_HELD, RefusalCache } from '../api/refusal-cache.ts';
-import type { AdmissionRow } from '../api/admission-row.ts';
+import { MAX_HELD, RefusalCache } from '../api/admission/refusal-cache.ts';
+import type { AdmissionRow } from '../api/admission/admission-row.ts';
 
 const test = suite('authentication and authorization');
 let app: TestApp;
@@ -116,7 +116,7 @@ test('refuses with 403 when the key is suspended, until the suspension ends', as
   assert.is(res.status, 403);
   assert.is(res.body.codigo, 'escopo_insuficiente');
   await exec(sql.unsafe`UPDATE chaves_api SET suspensa_ate = now() - interval '1 second' WHERE id = ${key.chaveId}`);
-  // The web process answers a suspended key from memory for up to 5 s (api/refusal-cache.ts).
+  // The web process answers a suspended key from memory for up to 5 s (api/admission/refusal-cache.ts).
   clock.advance(5_000);
   try {
     res = await get('/saude', `Bearer ${key.token}`);

@@ -6,7 +6,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { etagForVersions } from '../api/etag.ts';
+import { etagForVersions } from '../api/http/etag.ts';
 import { routes } from '../api/routes/index.ts';
 import type { AnyRoute } from '../api/routes/types.ts';
 import { alterarProduto, alterarVariacao, definirPrecos } from '../shared/db/catalogo.ts';

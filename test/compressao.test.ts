@@ -6,7 +6,7 @@ import http from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { acceptsGzip, GZIP_MIN_BYTES } from '../api/compression.ts';
+import { acceptsGzip, GZIP_MIN_BYTES } from '../api/http/compression.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarCanalDeTeste, criarProdutoCompleto, semLimites } from './helpers/catalogo.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';

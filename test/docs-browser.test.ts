@@ -8,8 +8,8 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { paginasDoGuia } from '../api/guia.ts';
-import { CHANGELOG_PATH } from '../api/openapi.ts';
+import { paginasDoGuia } from '../api/reference/guia.ts';
+import { CHANGELOG_PATH } from '../api/reference/openapi.ts';
 import { routes } from '../api/routes/index.ts';
 import { projectRoot } from '../shared/config.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -57,7 +57,7 @@ if (!existsSync(CHROMIUM)) {
     for (const route of routes) assert.ok(text.includes(route.summary), `summary "${route.summary}" shown`);
     assert.ok(await page.locator('a[href="/docs/mudancas"]').count() > 0, 'the changelog is linked from the reference');
     assert.ok(await page.locator('a[href="/docs/guia"]').count() > 0, 'the guide is linked from the reference');
-    // Redoc's own labels are in the reader's language too (api/docs.ts).
+    // Redoc's own labels are in the reader's language too (api/reference/docs.ts).
     for (const label of ['Exemplos de resposta', 'Respostas']) assert.ok(text.includes(label), `label "${label}" shown`);
     for (const label of ['Response samples', 'Request samples', 'Responses', 'Authorizations', 'Response Schema', 'License']) {
       assert.not.ok(text.includes(label), `no "${label}"`);

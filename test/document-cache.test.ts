@@ -1,10 +1,10 @@
-// The catalog documents a web process holds (api/document-cache.ts): held by product and version,
+// The catalog documents a web process holds (api/routes/document-cache.ts): held by product and version,
 // least recently used out first within the bytes allowed; a page sends a held document only at the
 // version PostgreSQL names for it, and a product that changes or goes between the page's two
 // statements shows at its new version or not at all.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DocumentCache, paginaDeDocumentos } from '../api/document-cache.ts';
+import { DocumentCache, paginaDeDocumentos } from '../api/routes/document-cache.ts';
 import { alterarProduto } from '../shared/db/catalogo.ts';
 import { sql, type Db } from '../shared/db/pool.ts';
 import { criarProdutoCompleto, type ProdutoFixture } from './helpers/catalogo.ts';

@@ -6,7 +6,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { ERRO_POR_STATUS } from '../api/openapi.ts';
+import { ERRO_POR_STATUS } from '../api/reference/openapi.ts';
 import { routes } from '../api/routes/index.ts';
 import { committedDocument } from '../ops/openapi.ts';
 import { sql } from '../shared/db/pool.ts';

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { bodyHash } from '../api/idempotency.ts';
+import { bodyHash } from '../api/writes/idempotency.ts';
 import { movimentoDoLote, movimentosEmLote, type MovimentoPedido } from '../shared/db/estoque.ts';
 import { gatherStatistics, PIPELINE_SESSION_SETTINGS, renewLeases, takeDeliveries, type TakeLimits, type TakenDelivery } from '../shared/db/deliveries.ts';
 import { recordResults, type Outcomes } from '../shared/db/outcomes.ts';

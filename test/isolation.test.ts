@@ -5,10 +5,10 @@
 import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Batcher } from '../api/batcher.ts';
-import { CircuitBreaker } from '../api/breaker.ts';
-import { bodyHash } from '../api/idempotency.ts';
-import { WriteQueue } from '../api/write-queue.ts';
+import { Batcher } from '../api/admission/batcher.ts';
+import { CircuitBreaker } from '../api/admission/breaker.ts';
+import { bodyHash } from '../api/writes/idempotency.ts';
+import { WriteQueue } from '../api/writes/write-queue.ts';
 import { movimentoDoLote, movimentosEmLote, type MovimentoPedido } from '../shared/db/estoque.ts';
 import { fromDatabaseError, indisponivel } from '../shared/errors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';

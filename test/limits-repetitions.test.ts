@@ -1,5 +1,5 @@
 // A 304 and an idempotent repetition at each ceiling (contract §8.2: 1 in the burst, 0 in the
-// month, counted as a read). Admission knows them before it charges (api/repetition.ts), so at the
+// month, counted as a read). Admission knows them before it charges (api/http/repetition.ts), so at the
 // month ceiling, or with the writes of the minute used up, or with fewer tokens than the write
 // costs, a client still gets its 304 or its replay; where the repetition's own price does not fit
 // (an empty burst, the reads of the minute, every slot taken) it is a 429 like any request.

@@ -2,7 +2,7 @@
 // listQuery, cost from listCost, page from pageClauses/toPage.
 import { z } from 'zod';
 import { listarCanais, type CanalRow } from '../../shared/db/canais.ts';
-import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from './lists.ts';
 import { defineRoute } from './types.ts';
 
 export const Canal = z.object({

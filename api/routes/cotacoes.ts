@@ -6,13 +6,13 @@ import { lerCotacao, listarCotacoes, criarCotacao, mudarStatusCotacao, type Cota
 import type { Db } from '../../shared/db/pool.ts';
 import { ITEM_COTACAO_TIPOS, STATUS_COTACAO, totalConhecido } from '../../shared/domain/cotacoes.ts';
 import { naoEncontrado, totalAcimaDoMaximo, VALOR_MAXIMO_CENTAVOS } from '../../shared/errors.ts';
-import { idempotencyHeaders } from '../idempotency.ts';
-import { replayHeaders } from '../openapi.ts';
-import { Dia, Instante, ReferenciaExterna, referenciasLidas, referenciasNovas } from '../fields.ts';
-import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { idempotencyHeaders } from '../writes/idempotency.ts';
+import { replayHeaders } from '../reference/openapi.ts';
+import { Dia, Instante, ReferenciaExterna, referenciasLidas, referenciasNovas } from './fields.ts';
+import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from './lists.ts';
 import { Centavos, DataHora, Id, NomeItem, PorId, Quantidade, Texto } from './cotacoes-campos.ts';
 import { exemploCotacao, exemploNovaCotacao } from './exemplos.ts';
-import type { Cost } from '../cost.ts';
+import type { Cost } from '../admission/cost.ts';
 import { defineRoute } from './types.ts';
 import { umRegistro } from './um-registro.ts';
 

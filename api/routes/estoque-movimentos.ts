@@ -4,7 +4,7 @@
 // variacao_id or by sku. Body limits and the 2-unit cost are the pipeline's; this route checks the
 // body's shape and turns the database's refusals into 422s. The movement, with app.via = 'api', its
 // Idempotency-Key's claim and record, is one statement, batched with the others waiting
-// (api_estoque_movimentar_lote, api/write-queue.ts).
+// (api_estoque_movimentar_lote, api/writes/write-queue.ts).
 //
 // POST /estoque/movimentos/lote: up to 100 movements, all or none (api_estoque_movimentar_varios),
 // in the pipeline's write transaction; priced 2 units a movement, from its body.
@@ -27,11 +27,11 @@ import {
   type RecusaDeMovimento,
 } from '../../shared/db/estoque.ts';
 import { ApiError, regraRecusou, type ItemRecusado } from '../../shared/errors.ts';
-import type { Cost } from '../cost.ts';
-import { Instante, referenciasLidas, referenciasNovas, ReferenciaExterna } from '../fields.ts';
-import { idempotencyHeaders } from '../idempotency.ts';
-import { conditionalList, envelope, listCost, listResponses, toPage, unchangingListQuery } from '../lists.ts';
-import { replayHeaders } from '../openapi.ts';
+import type { Cost } from '../admission/cost.ts';
+import { Instante, referenciasLidas, referenciasNovas, ReferenciaExterna } from './fields.ts';
+import { idempotencyHeaders } from '../writes/idempotency.ts';
+import { conditionalList, envelope, listCost, listResponses, toPage, unchangingListQuery } from './lists.ts';
+import { replayHeaders } from '../reference/openapi.ts';
 import { exemploLoteDeMovimentos, exemploMovimento, exemploNovoLote, exemploNovoMovimento } from './exemplos.ts';
 import { defineRoute } from './types.ts';
 import { umRegistro } from './um-registro.ts';

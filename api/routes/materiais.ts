@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { listarMateriais, TIPOS_MATERIAL, type MaterialRow } from '../../shared/db/materiais.ts';
 import { PERMISSAO_CUSTOS } from '../../shared/domain/acesso.ts';
-import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from '../lists.ts';
+import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from './lists.ts';
 import { exemploMaterial } from './exemplos.ts';
 import { defineRoute } from './types.ts';
 

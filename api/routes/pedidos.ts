@@ -17,14 +17,14 @@ import {
   SITUACOES_PEDIDO,
 } from '../../shared/domain/producao.ts';
 import { escopoInsuficiente, naoEncontrado } from '../../shared/errors.ts';
-import { idempotencyHeaders } from '../idempotency.ts';
-import { replayHeaders } from '../openapi.ts';
-import { Dia, ReferenciaExterna, referenciasLidas, referenciasNovas } from '../fields.ts';
-import { conditionalList, listResponses, envelope, jsonPage, listCost, listQuery } from '../lists.ts';
+import { idempotencyHeaders } from '../writes/idempotency.ts';
+import { replayHeaders } from '../reference/openapi.ts';
+import { Dia, ReferenciaExterna, referenciasLidas, referenciasNovas } from './fields.ts';
+import { conditionalList, listResponses, envelope, jsonPage, listCost, listQuery } from './lists.ts';
 import { cutPage } from '../../shared/db/paging.ts';
 import { Centavos, DataHora, Id, NomeItem, Quantidade } from './cotacoes-campos.ts';
 import { exemploNovoPedido, exemploPedido, exemploPedidoEstoque } from './exemplos.ts';
-import type { Caller } from '../caller.ts';
+import type { Caller } from '../admission/caller.ts';
 import { defineRoute } from './types.ts';
 import { umRegistro } from './um-registro.ts';
 

@@ -3,14 +3,14 @@
 // (contract §8.2): charged from limite on admission, settled to the products actually returned.
 // Both read each product's document (shared/db/produtos.ts); a page's documents go to the client as
 // PostgreSQL keeps them, most of them from those this process already holds
-// (api/document-cache.ts).
+// (api/routes/document-cache.ts).
 import { z } from 'zod';
 import { lerProduto } from '../../shared/db/produtos.ts';
-import { paginaDeDocumentos } from '../document-cache.ts';
-import { conditionalList, listResponses, envelope, jsonPage, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery, pageTail } from '../lists.ts';
-import { etagForVersions } from '../etag.ts';
+import { paginaDeDocumentos } from './document-cache.ts';
+import { conditionalList, listResponses, envelope, jsonPage, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery, pageTail } from './lists.ts';
+import { etagForVersions } from '../http/etag.ts';
 import { exemploProduto } from './exemplos.ts';
-import type { Cost } from '../cost.ts';
+import type { Cost } from '../admission/cost.ts';
 import { defineRoute } from './types.ts';
 import { umRegistro } from './um-registro.ts';
 

@@ -6,8 +6,8 @@ import { sql } from '../../shared/db/pool.ts';
 import { ESCOPOS, PERMISSOES } from '../../shared/domain/acesso.ts';
 import { PRODUTOS_ATE_EVENTOS_POR_PRODUTO, TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
 import { clock } from '../../shared/clock.ts';
-import type { Cost } from '../cost.ts';
-import { conditionalList, listResponses, envelope, fixedListQuery, fixedPage, listCost } from '../lists.ts';
+import type { Cost } from '../admission/cost.ts';
+import { conditionalList, listResponses, envelope, fixedListQuery, fixedPage, listCost } from './lists.ts';
 import { defineRoute } from './types.ts';
 
 const umRecurso = (): Cost => ({ units: 1, classe: 'read' });

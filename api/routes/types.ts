@@ -6,16 +6,16 @@ import type { Escopo, Permissao } from '../../shared/domain/acesso.ts';
 import type { Config } from '../../shared/config.ts';
 import type { Db, Pool } from '../../shared/db/pool.ts';
 import type { Logger } from '../../shared/log.ts';
-import type { CircuitBreaker } from '../breaker.ts';
-import type { AdmissionQueue } from '../admission-queue.ts';
-import type { Registro } from '../admission-row.ts';
-import type { DocumentCache } from '../document-cache.ts';
-import type { BatchedWrite, WriteQueue } from '../write-queue.ts';
-import type { Claim, KeyedRequest } from '../idempotency.ts';
-import type { Billing } from '../limits.ts';
-import type { LimitsBookkeeper } from '../limits-bookkeeper.ts';
-import type { Caller } from '../caller.ts';
-import type { Cost } from '../cost.ts';
+import type { CircuitBreaker } from '../admission/breaker.ts';
+import type { AdmissionQueue } from '../admission/admission-queue.ts';
+import type { Registro } from '../admission/admission-row.ts';
+import type { DocumentCache } from './document-cache.ts';
+import type { BatchedWrite, WriteQueue } from '../writes/write-queue.ts';
+import type { Claim, KeyedRequest } from '../writes/idempotency.ts';
+import type { Billing } from '../admission/limits.ts';
+import type { LimitsBookkeeper } from '../admission/limits-bookkeeper.ts';
+import type { Caller } from '../admission/caller.ts';
+import type { Cost } from '../admission/cost.ts';
 
 /** Background work the web process asks of the worker (through pg-boss). */
 export type JobScheduler = { liftSuspension(contaId: string, chaveId: string, at: Date): Promise<void> };
@@ -33,7 +33,7 @@ export type Deps = {
   documentos: DocumentCache;
 };
 
-/** A serialized body: one piece, or pieces written in order (api/respond.ts). */
+/** A serialized body: one piece, or pieces written in order (api/http/respond.ts). */
 export type JsonBody = string | Buffer | readonly (string | Buffer)[];
 
 export type Reply = {
@@ -153,7 +153,7 @@ export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined,
    * Instead of handler, for a POST whose whole change is one SQL function that also claims and
    * records the Idempotency-Key (api_write_claim … api_idempotency_record in the same statement):
    * no transaction is opened around it, and the requests waiting for it go in one round trip
-   * (api/write-queue.ts).
+   * (api/writes/write-queue.ts).
    */
   once?: {
     write: BatchedWrite;

@@ -8,10 +8,10 @@ import { z } from 'zod';
 import { naoEncontrado } from '../../shared/errors.ts';
 import type { Db } from '../../shared/db/pool.ts';
 import { lerRepresentacao } from '../../shared/db/representacoes.ts';
-import type { Caller } from '../caller.ts';
-import { oneResource } from '../cost.ts';
-import { conditionalHeaders, conditionalReply, etagFor, ifNoneMatchMatches, versionsIn } from '../etag.ts';
-import { etagHeaders } from '../openapi.ts';
+import type { Caller } from '../admission/caller.ts';
+import { oneResource } from '../admission/cost.ts';
+import { conditionalHeaders, conditionalReply, etagFor, ifNoneMatchMatches, versionsIn } from '../http/etag.ts';
+import { etagHeaders } from '../reference/openapi.ts';
 import type { Deps, Reply, RouteContext, RouteDef } from './types.ts';
 
 type Conditional = NonNullable<RouteDef<undefined, undefined, undefined, undefined>['conditional']>;

@@ -1,6 +1,6 @@
 // Keyset paging for every list: a page starts after a position (sort value and id), so no row is
 // skipped or repeated at a page boundary under concurrent inserts and updates. What a position
-// looks like to a client (an opaque cursor) is the API's business (api/lists.ts).
+// looks like to a client (an opaque cursor) is the API's business (api/routes/lists.ts).
 import { sql } from './pool.ts';
 
 /** The column a list is ordered by; ties are broken by id. */

@@ -162,7 +162,7 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- What admission answers for each request: one line of fields separated by "|", in the order
--- api/admission-row.ts reads them (none of them can hold a "|" or a line break: ids, plan ids and
+-- api/admission/admission-row.ts reads them (none of them can hold a "|" or a line break: ids, plan ids and
 -- permission names are constrained, the rest are numbers):
 --   outcome | reason | conta_id | chave_id | usuario_id | plano_id | permissoes (comma-separated) |
 --   retry_after | repeticao ("t") | suspended_until (epoch ms) | window_start (epoch s) | mes |

@@ -93,7 +93,7 @@ BEGIN
   movimento := to_json(m);
 END $$;
 
--- The movements of a batch of requests (api/write-queue.ts), in one round trip and one commit, in
+-- The movements of a batch of requests (api/writes/write-queue.ts), in one round trip and one commit, in
 -- the order of their balances, so two batches never wait on each other in a circle. A movement that
 -- fails (a 500 for its request) leaves the others as they are: the batch runs as one subtransaction
 -- and, only when one of its movements failed, again with each in a subtransaction of its own:

@@ -1,5 +1,5 @@
 -- A page of GET /produtos reads its products' ids, versions and sort values only (the web process
--- holds most documents already, api/document-cache.ts): with the version in the list's indexes, a
+-- holds most documents already, api/routes/document-cache.ts): with the version in the list's indexes, a
 -- page is an index-only scan of a few buffers in the list's order, where it read a hundred heap
 -- pages of ~3 KB rows and sorted them (EXPLAIN in BENCHMARKS.md, "Stock movements and the
 -- catalog"). No update loses a HOT update it had: every write of a product moves its atualizado_em,

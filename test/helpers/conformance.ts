@@ -5,7 +5,7 @@
 // routes, /docs) are not checked.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { buildOpenApi } from '../../api/openapi.ts';
+import { buildOpenApi } from '../../api/reference/openapi.ts';
 import { routes } from '../../api/routes/index.ts';
 import { inEnglish } from './language.ts';
 

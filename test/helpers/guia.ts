@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { GUIA_DIR } from '../../api/guia.ts';
+import { GUIA_DIR } from '../../api/reference/guia.ts';
 import { projectRoot } from '../../shared/config.ts';
 
 export type Pagina = { arquivo: string; markdown: string };

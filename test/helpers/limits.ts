@@ -3,9 +3,9 @@
 // a transaction).
 import { z } from 'zod';
 import { hashToken } from '../../shared/domain/chaves.ts';
-import { AdmissionRow, admissionsOf } from '../../api/admission-row.ts';
+import { AdmissionRow, admissionsOf } from '../../api/admission/admission-row.ts';
 import { sql, type Db } from '../../shared/db/pool.ts';
-import type { Prova } from '../../api/admission-row.ts';
+import type { Prova } from '../../api/admission/admission-row.ts';
 
 export const Admission = z.object({
   outcome: z.string(),
@@ -74,7 +74,7 @@ export async function raisePlan(db: Db, plano: string, change: Partial<Record<'r
 export type BatchItem = {
   token: string; custo?: number; custoMes?: number | null; classe?: 'leitura' | 'escrita'; escopo?: string | null;
   permissao?: string | null;
-  /** What shows the request may be a repetition (api/repetition.ts). */
+  /** What shows the request may be a repetition (api/http/repetition.ts). */
   prova?: Prova | null;
 };
 

@@ -1,13 +1,13 @@
 // Routes that exist only in tests, to exercise the pipeline itself: a scoped route, a route that
 // throws, and a route with a JSON body.
 import { z } from 'zod';
-import { oneResource } from '../../api/cost.ts';
+import { oneResource } from '../../api/admission/cost.ts';
 import { defineRoute } from '../../api/routes/types.ts';
 import { sql } from '../../shared/db/pool.ts';
 import { criarCanal } from '../../shared/db/canais.ts';
 import { naoEncontrado, regraRecusou } from '../../shared/errors.ts';
-import { conditionalHeaders, conditionalReply, etagFor } from '../../api/etag.ts';
-import { idempotencyHeaders } from '../../api/idempotency.ts';
+import { conditionalHeaders, conditionalReply, etagFor } from '../../api/http/etag.ts';
+import { idempotencyHeaders } from '../../api/writes/idempotency.ts';
 
 export const SECRET_IN_ERROR = 'segredo-interno-nao-pode-vazar';
 /** Carried by a request (query and body): no log line may contain it. */

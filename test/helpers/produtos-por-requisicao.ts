@@ -5,7 +5,7 @@
 // catalog benchmark (bench/produtos-por-requisicao.ts).
 import type { FragmentSqlToken, ListSqlToken } from 'slonik';
 import { z } from 'zod';
-import { toPage } from '../../api/lists.ts';
+import { toPage } from '../../api/routes/lists.ts';
 import { pageClauses } from '../../shared/db/paging.ts';
 import { sql, type Db } from '../../shared/db/pool.ts';
 import { Variacao, type FiltrosProdutos } from '../../shared/db/produtos.ts';

@@ -9,11 +9,11 @@
 // 400 rather than a page of something else.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { cutPage, type Posicao } from '../shared/db/paging.ts';
-import type { Cost } from './cost.ts';
-import { conditionalHeaders } from './etag.ts';
+import { cutPage, type Posicao } from '../../shared/db/paging.ts';
+import type { Cost } from '../admission/cost.ts';
+import { conditionalHeaders } from '../http/etag.ts';
 import { Instante } from './fields.ts';
-import { etagHeaders } from './openapi.ts';
+import { etagHeaders } from '../reference/openapi.ts';
 
 export const LIMITE_PADRAO = 25;
 export const LIMITE_MAXIMO = 100;
@@ -158,7 +158,7 @@ export function listCost(raw: URLSearchParams): Cost {
 /**
  * What every list declares: its page carries an ETag, and an If-None-Match that names it is a 304
  * at the price of §8.2 (1 in the burst, 0 in the month): a poller that finds nothing new pays
- * nothing against its month (api/conditional-list.ts).
+ * nothing against its month (api/http/conditional-list.ts).
  */
 export const conditionalList = { conditional: { lista: true }, headers: conditionalHeaders } as const;
 

@@ -1,15 +1,15 @@
 // The OpenAPI 3.1 document, derived from the route table: nothing here is written twice.
 import { z } from 'zod';
-import { DESCRICAO_ESCOPO, ESCOPOS } from '../shared/domain/acesso.ts';
-import { TITULOS, type Codigo } from '../shared/errors.ts';
+import { DESCRICAO_ESCOPO, ESCOPOS } from '../../shared/domain/acesso.ts';
+import { TITULOS, type Codigo } from '../../shared/errors.ts';
 import { DELIVERY_DESCRIPTION, webhooksSection } from './openapi-webhooks.ts';
-import type { AnyRoute } from './routes/types.ts';
+import type { AnyRoute } from '../routes/types.ts';
 
 type JsonSchema = Record<string, unknown>;
 
-/** Where the service serves its changelog (CHANGELOG.md; api/docs.ts), linked from the reference. */
+/** Where the service serves its changelog (CHANGELOG.md; api/reference/docs.ts), linked from the reference. */
 export const CHANGELOG_PATH = '/docs/mudancas';
-/** Where the service serves the integrator's guide (docs/guia/; api/guia.ts), linked from the reference. */
+/** Where the service serves the integrator's guide (docs/guia/; api/reference/guia.ts), linked from the reference. */
 export const GUIA_PATH = '/docs/guia';
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {

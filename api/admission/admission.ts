@@ -2,15 +2,15 @@
 // every limit for the request's cost, in one round trip to PostgreSQL shared with the other
 // requests waiting at that moment (admission-queue.ts); the answer carries everything the response
 // headers need.
-import { hashToken, tokenDoCabecalho } from '../shared/domain/chaves.ts';
-import { ApiError, escopoInsuficiente, indisponivel, naoAutenticado } from '../shared/errors.ts';
+import { hashToken, tokenDoCabecalho } from '../../shared/domain/chaves.ts';
+import { ApiError, escopoInsuficiente, indisponivel, naoAutenticado } from '../../shared/errors.ts';
 import { chargeOf, type AdmissionQueue, type AdmissionRequest } from './admission-queue.ts';
 import type { AdmissionRow } from './admission-row.ts';
 import { minuteClass, rateLimitHeaders, type Charge } from './limits.ts';
 import type { Caller } from './caller.ts';
 import type { Cost } from './cost.ts';
 import type { Prova, Registro, RegistroPedido } from './admission-row.ts';
-import type { AnyRoute } from './routes/types.ts';
+import type { AnyRoute } from '../routes/types.ts';
 
 
 export type Admitted = {

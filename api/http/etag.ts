@@ -3,7 +3,7 @@
 // 304 that costs nothing in the month.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { Reply } from './routes/types.ts';
+import type { Reply } from '../routes/types.ts';
 
 export const IF_NONE_MATCH_MAX = 100;
 

@@ -2,8 +2,8 @@
 // the caller. The request log row and the log line are written from it when the response closes.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Billing, Charge } from './limits.ts';
-import type { Caller } from './caller.ts';
+import type { Billing, Charge } from '../admission/limits.ts';
+import type { Caller } from '../admission/caller.ts';
 
 export type RequestState = {
   requestId: string;

@@ -5,7 +5,7 @@
 // (docs/decisions/0002-head-etags-and-compression.md).
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import type { JsonBody } from './routes/types.ts';
+import type { JsonBody } from '../routes/types.ts';
 
 /** Below this, gzip saves less than it costs: the body fits in a packet or two either way. */
 export const GZIP_MIN_BYTES = 1024;

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 
 /**
- * What the web process sends admission with a request that may be a repetition (api/repetition.ts;
+ * What the web process sends admission with a request that may be a repetition (api/http/repetition.ts;
  * sql/code/admission_rules.sql, admission_repeticao).
  */
 export type Prova =

@@ -5,10 +5,10 @@
 // work itself, not bookkeeping.
 import type { FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import { sql, type Pool } from '../shared/db/pool.ts';
-import type { Logger } from '../shared/log.ts';
-import { Batcher } from './batcher.ts';
-import type { CircuitBreaker } from './breaker.ts';
+import { sql, type Pool } from '../../shared/db/pool.ts';
+import type { Logger } from '../../shared/log.ts';
+import { Batcher } from '../admission/batcher.ts';
+import type { CircuitBreaker } from '../admission/breaker.ts';
 
 /** A kind of one-statement write that can be batched. */
 export type BatchedWrite = {

@@ -4,9 +4,9 @@
 // otherwise the request is charged in full and validation answers it.
 import type { IncomingHttpHeaders } from 'node:http';
 import { IF_NONE_MATCH_MAX, versionsIn } from './etag.ts';
-import { parseIdempotencyKey } from './idempotency.ts';
-import type { Prova, RegistroPedido } from './admission-row.ts';
-import type { AnyRoute } from './routes/types.ts';
+import { parseIdempotencyKey } from '../writes/idempotency.ts';
+import type { Prova, RegistroPedido } from '../admission/admission-row.ts';
+import type { AnyRoute } from '../routes/types.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -1,17 +1,17 @@
 // The API reference page (GET /docs), rendered by Redoc from GET /v1/openapi.json, with every
 // asset served by the service itself so it works offline; the page the problem `type`s of error
 // responses point to (GET /docs/erros); the changelog (GET /docs/mudancas); and the integrator's
-// guide (GET /docs/guia and its pages, api/guia.ts).
+// guide (GET /docs/guia and its pages, api/reference/guia.ts).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Request, Response, Next } from 'restify';
 import type restify from 'restify';
-import { projectRoot } from '../shared/config.ts';
-import { TITULOS, type Codigo } from '../shared/errors.ts';
+import { projectRoot } from '../../shared/config.ts';
+import { TITULOS, type Codigo } from '../../shared/errors.ts';
 import { paginasDoGuia } from './guia.ts';
 import { CHANGELOG_PATH, GUIA_PATH } from './openapi.ts';
-import { requestState } from './request-state.ts';
+import { requestState } from '../http/request-state.ts';
 
 const require = createRequire(import.meta.url);
 // Redoc's attribution link shows a logo from its CDN; served from here instead, so the page makes

@@ -4,12 +4,12 @@
 // with If-None-Match is admitted as a repetition (repetition.ts); when its page changed, the rest of
 // its price is charged before it is answered, and a ceiling that refuses the rest makes it a 429.
 import type { Request } from 'restify';
-import { topUp } from './admission.ts';
+import { topUp } from '../admission/admission.ts';
 import { jsonBytes } from './compression.ts';
-import type { Cost } from './cost.ts';
+import type { Cost } from '../admission/cost.ts';
 import { etagForPage, ifNoneMatchMatches } from './etag.ts';
 import type { RequestState } from './request-state.ts';
-import type { AnyRoute, Deps, JsonBody, Reply } from './routes/types.ts';
+import type { AnyRoute, Deps, JsonBody, Reply } from '../routes/types.ts';
 
 export const isConditionalList = (route: AnyRoute) => !!route.conditional && 'lista' in route.conditional;
 
