@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { loadConfig, projectRoot } from '../shared/config.ts';
 import { sql } from '../shared/db/pool.ts';
-import { holdLimits } from '../worker/webhooks/dispatcher.ts';
+import { holdLimits } from '../worker/webhooks/holdings.ts';
 import { LEASE_MS } from '../worker/webhooks/lease.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount } from './helpers/fixtures.ts';
