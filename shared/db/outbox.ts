@@ -112,7 +112,17 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits, outc
   // A named prepared statement: planned once per connection (it was planned at every pass, as long
   // as it ran).
   return db.one(sql.prepared('relay_outbox', Relayed)`
-    WITH ${recordCtes(outcomes)}, relay_lock AS MATERIALIZED (
+    WITH ${recordCtes(outcomes)}, ${relayed(limit)}, ${decided(bounds)}, ${created(bounds)}
+    ${RELAY_ANSWER}`);
+}
+
+/** What the relay may take for its worker (no scan: it reads only the events it relays). */
+type RelayBounds = Omit<TakeLimits, 'scan'>;
+
+/** relay_lock, claimed and marked: the events this pass relays, marked relayed with their group's latest data. */
+function relayed(limit: number): Fragment {
+  return sql.fragment`
+    relay_lock AS MATERIALIZED (
       SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS held
     ), claimed AS MATERIALIZED (
       SELECT o.ctid AS tid, o.conta_id, o.group_key FROM outbox o
@@ -133,7 +143,13 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits, outc
          SELECT c.tid FROM claimed c
           WHERE c.group_key IS NULL OR pg_try_advisory_xact_lock(evento_grupo_lock(c.conta_id, c.group_key))))
       RETURNING o.conta_id, o.id, o.tipo, o.endpoint_id, o.seq, o.dados, o.criado_em
-    ), dest AS MATERIALIZED (
+    )`;
+}
+
+/** dest, ranked, asked, granted and decided: each delivery of the events relayed, and whether this worker takes it. */
+function decided(bounds: RelayBounds): Fragment {
+  return sql.fragment`
+    dest AS MATERIALIZED (
       -- Who receives each event, numbered per endpoint against the worker's bounds.
       SELECT x.*, row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.seq) AS nth,
              ${placesLeft(bounds, sql.fragment`x.endpoint_id`)} AS bound
@@ -150,7 +166,13 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits, outc
       SELECT r.conta_id, r.event_id, r.endpoint_id, r.seq, r.tipo, r.dados, r.criado_em, gen_random_uuid() AS id,
              r.wanted AND row_number() OVER (PARTITION BY r.conta_id, r.wanted ORDER BY r.seq, r.endpoint_id) <= ${granted(sql.fragment`r.conta_id`)} AS taken
         FROM ranked r
-    ), created AS (
+    )`;
+}
+
+/** created, logged and leases: the deliveries, those taken leased with their first attempt started. */
+function created(bounds: RelayBounds): Fragment {
+  return sql.fragment`
+    created AS (
       INSERT INTO deliveries (conta_id, id, event_id, endpoint_id, lease_id, next_attempt_at, attempts, run_attempts, last_attempt_at)
       SELECT conta_id, id, event_id, endpoint_id,
              CASE WHEN taken THEN gen_random_uuid() END,
@@ -165,7 +187,11 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits, outc
     ), leases AS (
       -- The deliveries taken, by id, with their leases: looked up rather than joined (placesLeft).
       SELECT jsonb_object_agg(c.id, c.lease_id) AS by_id FROM created c WHERE c.lease_id IS NOT NULL
-    )
+    )`;
+}
+
+/** What a relay pass answers: whether it had the lock, its counts, and the deliveries it took for this worker. */
+const RELAY_ANSWER = sql.fragment`
     SELECT (SELECT held FROM relay_lock) AS locked,
            (SELECT count(*) FROM marked)::int AS relayed,
            (SELECT count(*) FROM created)::int AS deliveries,
@@ -179,8 +205,7 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits, outc
               JOIN webhook_endpoints e ON e.conta_id = x.conta_id AND e.id = x.endpoint_id
              WHERE x.taken AND (SELECT by_id FROM leases) ? x.id::text), '[]'::json) AS taken,
            -- The other workers are woken only for what this one did not take.
-           (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_DUE}, '') WHERE EXISTS (SELECT FROM created WHERE lease_id IS NULL)) n) AS notified`);
-}
+           (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_DUE}, '') WHERE EXISTS (SELECT FROM created WHERE lease_id IS NULL)) n) AS notified`;
 
 /** A delivery a replay made due. */
 export const Replayed = z.object({ id: z.string(), endpoint_id: z.string() });
