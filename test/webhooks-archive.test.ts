@@ -10,7 +10,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { archiveEnded, FROM_THE_START } from '../shared/db/archive.ts';
-import { listarEntregas, listarTentativas, notifyDeliveriesDue, reenviarFalhas } from '../shared/db/delivery-ops.ts';
+import { listDeliveries, listAttempts, notifyDeliveriesDue, redeliverFailures } from '../shared/db/delivery-ops.ts';
 import { ARCHIVE_TABLES, removerParticoesExpiradas } from '../shared/db/particoes.ts';
 import { sql } from '../shared/db/pool.ts';
 import { RETENTION } from '../shared/db/retention.ts';
@@ -58,8 +58,8 @@ async function historia(eventId: string) {
   const [evento, tentativas, lista] = await Promise.all([
     api().get(`/eventos/${eventId}`), api().get(`/eventos/${eventId}/entregas`), api().get('/eventos?limite=100'),
   ]);
-  const entregas = await listarEntregas(db(), { contaId: conta.contaId, eventId, limite: 10 });
-  const porEntrega = await Promise.all(entregas.map((e) => listarTentativas(db(), conta.contaId, e.id)));
+  const entregas = await listDeliveries(db(), { contaId: conta.contaId, eventId, limite: 10 });
+  const porEntrega = await Promise.all(entregas.map((e) => listAttempts(db(), conta.contaId, e.id)));
   return {
     evento: [evento.status, evento.body], tentativas: [tentativas.status, tentativas.body],
     naLista: lista.body.dados.some((e: { id: string }) => e.id === eventId), entregas, porEntrega,
@@ -158,14 +158,14 @@ test('the operator\'s replay of failures since a time brings archived failed del
   await archive();
   assert.equal(await lugares(id), [`deliveries_archive_${hoje()}`, `outbox_archive_${hoje()}`]);
   const replayed = await db().transaction(async (tx) => {
-    const n = await reenviarFalhas(tx, { desde, contaId: outra.contaId });
+    const n = await redeliverFailures(tx, { desde, contaId: outra.contaId });
     await notifyDeliveriesDue(tx);
     return n;
   });
   assert.is(replayed, 1);
   await receiver.waitFor(2, (r) => r.id === id);
   await settled(id, 1);
-  assert.equal(await listarTentativas(db(), outra.contaId, (await listarEntregas(db(), { contaId: outra.contaId, eventId: id, limite: 1 }))[0]?.id ?? '')
+  assert.equal(await listAttempts(db(), outra.contaId, (await listDeliveries(db(), { contaId: outra.contaId, eventId: id, limite: 1 }))[0]?.id ?? '')
     .then((t) => t.map((x) => [x.attempt, x.response_status])), [[1, 500], [2, 200]]);
 });
 
@@ -181,7 +181,7 @@ test('the operator\'s replay of failures holds the archiver off while it makes t
   let during: { locked: boolean; deliveries: number } | undefined;
   try {
     await db().transaction(async (tx) => {
-      assert.is(await reenviarFalhas(tx, { desde: new Date(Date.now() - 3_600_000), contaId: outra.contaId }), 1);
+      assert.is(await redeliverFailures(tx, { desde: new Date(Date.now() - 3_600_000), contaId: outra.contaId }), 1);
       during = (await archiver.query<{ locked: boolean; deliveries: number }>('SELECT * FROM archive_ended_deliveries(now(), 1000)')).rows[0];
     });
   } finally {

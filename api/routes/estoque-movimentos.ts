@@ -68,7 +68,7 @@ const movimentoPedido = z.object({
   if (b.variacao_id !== undefined && b.sku !== undefined) ctx.addIssue({ code: 'custom', path: ['sku'], message: 'informe variacao_id ou sku, não os dois' });
 });
 
-const paraGravar = ({ parte_id, ...m }: z.output<typeof movimentoPedido>): MovimentoPorVariacaoOuSku => ({ ...m, parte_id: parte_id ?? undefined });
+const forWriting = ({ parte_id, ...m }: z.output<typeof movimentoPedido>): MovimentoPorVariacaoOuSku => ({ ...m, parte_id: parte_id ?? undefined });
 
 export const Movimento = z.object({
   id: z.uuid(),
@@ -150,7 +150,7 @@ export const postMovimento = defineRoute({
   },
   once: {
     write: { name: 'movimentos', call: (args) => movimentosEmLote(args as MovimentoPedido[]) },
-    args: ({ body, caller }, keyed): MovimentoPedido => ({ ...paraGravar(body), contaId: caller.contaId, chaveId: caller.chaveId, chave: keyed }),
+    args: ({ body, caller }, keyed): MovimentoPedido => ({ ...forWriting(body), contaId: caller.contaId, chaveId: caller.chaveId, chave: keyed }),
     result: (written) => {
       const r = movimentoDoLote(written);
       return {
@@ -209,7 +209,7 @@ export const postLoteDeMovimentos = defineRoute({
   },
   replay: async ({ caller, db }, loteId) => ({ movimentos: (await lerMovimentosDoLote(db, caller.contaId, loteId)).map(present) }),
   handler: async ({ caller, body, db }) => {
-    const lote = await movimentarVarios(db, caller.contaId, body.movimentos.map(paraGravar));
+    const lote = await movimentarVarios(db, caller.contaId, body.movimentos.map(forWriting));
     if ('recusas' in lote) throw loteRecusado(lote.recusas, body.movimentos.length);
     return { status: 201, body: { movimentos: lote.movimentos.map(present) }, resourceId: lote.lote_id };
   },

@@ -2,7 +2,7 @@
 // re-enable endpoints, rotate a secret, send webhook.teste, list deliveries, attempts and failures,
 // and replay one event or every failed delivery since a time.
 import { z } from 'zod';
-import { listarEntregas, listarFalhas, listarTentativas, notifyDeliveriesDue, reenviarFalhas } from '../../shared/db/delivery-ops.ts';
+import { listDeliveries, listFailedDeliveries, listAttempts, notifyDeliveriesDue, redeliverFailures } from '../../shared/db/delivery-ops.ts';
 import { eventExists, replayEvent } from '../../shared/db/outbox.ts';
 import {
   criarEndpoint,
@@ -107,19 +107,19 @@ export const webhookCommands = [
       limite,
     }),
     run: async (o, { pool, out }) =>
-      out(await listarEntregas(pool, { contaId: o.conta, endpointId: o.endpoint, eventId: o.evento, status: o.status, limite: o.limite })),
+      out(await listDeliveries(pool, { contaId: o.conta, endpointId: o.endpoint, eventId: o.evento, status: o.status, limite: o.limite })),
   }),
   defineCommand({
     name: 'webhooks attempts',
     summary: 'List every attempt of one delivery (status, response code and body, duration, error).',
     options: z.object({ conta: z.uuid(), entrega: z.uuid() }),
-    run: async (o, { pool, out }) => out(await listarTentativas(pool, o.conta, o.entrega)),
+    run: async (o, { pool, out }) => out(await listAttempts(pool, o.conta, o.entrega)),
   }),
   defineCommand({
     name: 'webhooks failures',
     summary: 'List failed deliveries since a time (of one account, or all), newest first.',
     options: z.object({ desde, conta: z.uuid().optional(), limite }),
-    run: async (o, { pool, out }) => out(await listarFalhas(pool, { desde: o.desde, contaId: o.conta, limite: o.limite })),
+    run: async (o, { pool, out }) => out(await listFailedDeliveries(pool, { desde: o.desde, contaId: o.conta, limite: o.limite })),
   }),
   defineCommand({
     name: 'webhooks replay',
@@ -141,7 +141,7 @@ export const webhookCommands = [
     options: z.object({ desde, conta: z.uuid().optional() }),
     run: async (o, { pool, out }) => {
       const due = await pool.transaction(async (tx) => {
-        const count = await reenviarFalhas(tx, { desde: o.desde, contaId: o.conta });
+        const count = await redeliverFailures(tx, { desde: o.desde, contaId: o.conta });
         await notifyDeliveriesDue(tx);
         return count;
       });

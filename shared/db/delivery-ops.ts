@@ -6,7 +6,7 @@ import { restoreFailedSince } from './archive.ts';
 import { CHANNEL_DUE } from './deliveries.ts';
 import { sql, type Db } from './pool.ts';
 
-export const EntregaResumo = z.object({
+export const DeliverySummary = z.object({
   id: z.string(),
   conta_id: z.string(),
   event_id: z.string(),
@@ -21,9 +21,9 @@ export const EntregaResumo = z.object({
   last_response_status: z.number().nullable(),
   last_error: z.string().nullable(),
 });
-export type EntregaResumo = z.infer<typeof EntregaResumo>;
+export type DeliverySummary = z.infer<typeof DeliverySummary>;
 
-const resumo = sql.fragment`
+const summary = sql.fragment`
   SELECT d.id, d.conta_id, d.event_id, o.tipo, d.endpoint_id, e.url, d.status, d.attempts, d.next_attempt_at,
          d.created_at, d.completed_at, a.response_status AS last_response_status,
          coalesce(a.error, d.last_error) AS last_error
@@ -34,34 +34,34 @@ const resumo = sql.fragment`
       SELECT response_status, error FROM tentativas_de_entrega
        WHERE conta_id = d.conta_id AND delivery_id = d.id ORDER BY attempt DESC LIMIT 1) a ON true`;
 
-export async function listarEntregas(
+export async function listDeliveries(
   db: Db,
-  filtro: { contaId: string; endpointId?: string; eventId?: string; status?: string; limite: number },
-): Promise<readonly EntregaResumo[]> {
-  return db.any(sql.type(EntregaResumo)`
-    ${resumo}
-     WHERE d.conta_id = ${filtro.contaId}
-       AND (${filtro.endpointId ?? null}::uuid IS NULL OR d.endpoint_id = ${filtro.endpointId ?? null}::uuid)
-       AND (${filtro.eventId ?? null}::uuid IS NULL OR d.event_id = ${filtro.eventId ?? null}::uuid)
-       AND (${filtro.status ?? null}::text IS NULL OR d.status = ${filtro.status ?? null}::text)
+  filter: { contaId: string; endpointId?: string; eventId?: string; status?: string; limite: number },
+): Promise<readonly DeliverySummary[]> {
+  return db.any(sql.type(DeliverySummary)`
+    ${summary}
+     WHERE d.conta_id = ${filter.contaId}
+       AND (${filter.endpointId ?? null}::uuid IS NULL OR d.endpoint_id = ${filter.endpointId ?? null}::uuid)
+       AND (${filter.eventId ?? null}::uuid IS NULL OR d.event_id = ${filter.eventId ?? null}::uuid)
+       AND (${filter.status ?? null}::text IS NULL OR d.status = ${filter.status ?? null}::text)
      ORDER BY d.created_at DESC, d.id
-     LIMIT ${filtro.limite}`);
+     LIMIT ${filter.limite}`);
 }
 
 /** Failed deliveries since a time, of one account or all, newest first. */
-export async function listarFalhas(
+export async function listFailedDeliveries(
   db: Db,
-  filtro: { desde: Date; contaId?: string; limite: number },
-): Promise<readonly EntregaResumo[]> {
-  return db.any(sql.type(EntregaResumo)`
-    ${resumo}
-     WHERE d.status = 'failed' AND d.completed_at >= ${sql.timestamp(filtro.desde)}
-       AND (${filtro.contaId ?? null}::uuid IS NULL OR d.conta_id = ${filtro.contaId ?? null}::uuid)
+  filter: { desde: Date; contaId?: string; limite: number },
+): Promise<readonly DeliverySummary[]> {
+  return db.any(sql.type(DeliverySummary)`
+    ${summary}
+     WHERE d.status = 'failed' AND d.completed_at >= ${sql.timestamp(filter.desde)}
+       AND (${filter.contaId ?? null}::uuid IS NULL OR d.conta_id = ${filter.contaId ?? null}::uuid)
      ORDER BY d.completed_at DESC, d.id
-     LIMIT ${filtro.limite}`);
+     LIMIT ${filter.limite}`);
 }
 
-export const Tentativa = z.object({
+export const Attempt = z.object({
   attempt: z.number(),
   started_at: z.string(),
   /** Both null while the attempt has no outcome: going out now, or interrupted (deliveries.ts). */
@@ -72,8 +72,8 @@ export const Tentativa = z.object({
   error: z.string().nullable(),
 });
 
-export async function listarTentativas(db: Db, contaId: string, deliveryId: string): Promise<readonly z.infer<typeof Tentativa>[]> {
-  return db.any(sql.type(Tentativa)`
+export async function listAttempts(db: Db, contaId: string, deliveryId: string): Promise<readonly z.infer<typeof Attempt>[]> {
+  return db.any(sql.type(Attempt)`
     SELECT attempt, started_at, duration_ms, succeeded, response_status, response_body, error
       FROM tentativas_de_entrega WHERE conta_id = ${contaId} AND delivery_id = ${deliveryId} ORDER BY attempt`);
 }
@@ -83,14 +83,14 @@ export async function listarTentativas(db: Db, contaId: string, deliveryId: stri
  * archived ones come back to the working tables with their events first (restoreFailedSince), in
  * one transaction (within the caller's, when it has one) that holds the archiver off.
  */
-export async function reenviarFalhas(db: Db, filtro: { desde: Date; contaId?: string }): Promise<number> {
+export async function redeliverFailures(db: Db, filter: { desde: Date; contaId?: string }): Promise<number> {
   return db.transaction(async (tx) => {
-    await restoreFailedSince(tx, filtro);
+    await restoreFailedSince(tx, filter);
     const result = await tx.query(sql.typeAlias('void')`
       UPDATE deliveries
          SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
-       WHERE status = 'failed' AND completed_at >= ${sql.timestamp(filtro.desde)}
-         AND (${filtro.contaId ?? null}::uuid IS NULL OR conta_id = ${filtro.contaId ?? null}::uuid)`);
+       WHERE status = 'failed' AND completed_at >= ${sql.timestamp(filter.desde)}
+         AND (${filter.contaId ?? null}::uuid IS NULL OR conta_id = ${filter.contaId ?? null}::uuid)`);
     return result.rowCount;
   });
 }
