@@ -385,7 +385,7 @@ test("redelivery counts against the account's hourly cap: over it, the delivery 
   const id = await cotacaoAprovada(conta.contaId);
   const [entrega] = await settledDeliveries(id, 1);
   const uso = () => db().oneFirst(sql.type(z.object({ entregas: z.number() }))`
-    SELECT coalesce((SELECT entregas FROM webhook_uso_por_hora WHERE conta_id = ${conta.contaId} AND hora = date_trunc('hour', now(), 'UTC')), 0) AS entregas`);
+    SELECT coalesce((SELECT deliveries FROM webhook_hourly_usage WHERE conta_id = ${conta.contaId} AND hour = date_trunc('hour', now(), 'UTC')), 0) AS entregas`);
   assert.is(await uso(), 1);
   const sent = await api(conta.token).post(`/eventos/${id}/reenviar`, {}, { 'idempotency-key': chave(7) });
   assert.is(sent.status, 202);
@@ -404,7 +404,7 @@ test("redelivery counts against the account's hourly cap: over it, the delivery 
   assert.equal([waiting?.status, waiting?.attempts, Date.parse(waiting?.next_attempt_at ?? '')], ['pending', 2, nextHour.getTime()], 'held, not attempted');
   assert.is(receiver.received.filter((r) => r.id === id).length, 2);
   // The hour is over: the held redelivery goes out.
-  await db().query(sql.unsafe`UPDATE webhook_uso_por_hora SET hora = hora - interval '1 hour' WHERE conta_id = ${conta.contaId}`);
+  await db().query(sql.unsafe`UPDATE webhook_hourly_usage SET hour = hour - interval '1 hour' WHERE conta_id = ${conta.contaId}`);
   assert.is(await makeDue(db(), { deliveryId: entrega?.id }), 1);
   await receiver.waitFor(3, (r) => r.id === id);
   assert.is(await eventually(uso, (n) => n === 1), 1);

@@ -148,13 +148,13 @@ test('webhook_endpoints_near_caps: endpoints at 80 % of the endpoints or deliver
     const f1 = await plantEndpoint(tx, farm, 'https://farm.example.com/1');
     const f2 = await plantEndpoint(tx, farm, 'https://farm.example.com/2');
     await tx.query(sql.unsafe`UPDATE webhook_endpoints SET falhando_desde = now() - interval '2 days' WHERE id = ${f2}`);
-    await tx.query(sql.unsafe`INSERT INTO webhook_uso_por_hora (conta_id, hora, entregas) VALUES (${farm.contaId}, date_trunc('hour', now(), 'UTC'), 4000)`);
+    await tx.query(sql.unsafe`INSERT INTO webhook_hourly_usage (conta_id, hour, deliveries) VALUES (${farm.contaId}, date_trunc('hour', now(), 'UTC'), 4000)`);
     // Below every threshold: 2 of Oficina's 3 endpoints, 799 of 1,000 deliveries, failing for 23 hours; and a disabled endpoint.
     const oficina = await createAccount(tx, { plano: 'oficina' });
     const o1 = await plantEndpoint(tx, oficina);
     await plantEndpoint(tx, oficina);
     await tx.query(sql.unsafe`UPDATE webhook_endpoints SET falhando_desde = now() - interval '23 hours' WHERE id = ${o1}`);
-    await tx.query(sql.unsafe`INSERT INTO webhook_uso_por_hora (conta_id, hora, entregas) VALUES (${oficina.contaId}, date_trunc('hour', now(), 'UTC'), 799)`);
+    await tx.query(sql.unsafe`INSERT INTO webhook_hourly_usage (conta_id, hour, deliveries) VALUES (${oficina.contaId}, date_trunc('hour', now(), 'UTC'), 799)`);
     const o3 = await plantEndpoint(tx, oficina);
     await tx.query(sql.unsafe`
       UPDATE webhook_endpoints SET ativo = false, desativado_em = now(), desativado_motivo = 'operador', falhando_desde = now() - interval '4 days'
@@ -194,7 +194,7 @@ test('webhook_endpoint_deliveries_this_hour: each endpoint\'s attempts this UTC 
     // Disabled endpoints: one that was sent something this hour is shown, one that was not is not.
     await disable(gone);
     await disable(await plantEndpoint(tx, a, 'https://erp.example.com/sem-entregas'));
-    await tx.query(sql.unsafe`INSERT INTO webhook_uso_por_hora (conta_id, hora, entregas) VALUES (${a.contaId}, date_trunc('hour', now(), 'UTC'), 800)`);
+    await tx.query(sql.unsafe`INSERT INTO webhook_hourly_usage (conta_id, hour, deliveries) VALUES (${a.contaId}, date_trunc('hour', now(), 'UTC'), 800)`);
 
     const row = { conta_id: a.contaId, plano_id: 'oficina', account_deliveries_this_hour: 800, deliveries_per_hour: 1000, account_pct_of_cap: 80 };
     assert.equal(await rows(tx, 'webhook_endpoint_deliveries_this_hour', [

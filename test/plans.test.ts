@@ -138,7 +138,7 @@ for (const plano of NAMES) {
       assert.is(await reserve(q.entregas_webhook_por_hora - 1), q.entregas_webhook_por_hora - 1);
       assert.is(await reserve(2), 1, 'only the last one of the hour is granted');
       assert.is(await reserve(1), 0);
-      await tx.query(sql.unsafe`UPDATE webhook_uso_por_hora SET hora = hora - interval '1 hour' WHERE conta_id = ${account.contaId}`);
+      await tx.query(sql.unsafe`UPDATE webhook_hourly_usage SET hour = hour - interval '1 hour' WHERE conta_id = ${account.contaId}`);
       assert.is(await reserve(q.entregas_webhook_por_hora + 1), q.entregas_webhook_por_hora);
     });
   });

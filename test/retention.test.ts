@@ -73,7 +73,7 @@ test.before(async () => {
 });
 // Every test starts from empty tables, whatever the previous one left.
 test.before.each(async () => {
-  await db.pool.query(sql.unsafe`TRUNCATE request_log, idempotency_keys, webhook_uso_por_hora, outbox, deliveries, delivery_attempts, suspensoes, purge_probe,
+  await db.pool.query(sql.unsafe`TRUNCATE request_log, idempotency_keys, webhook_hourly_usage, outbox, deliveries, delivery_attempts, suspensoes, purge_probe,
                                      outbox_archive, deliveries_archive, delivery_attempts_archive`);
 });
 test.after(async () => {
@@ -196,10 +196,10 @@ test('events are kept 30 days after their relay and their last delivery\'s end, 
 
 test('hourly delivery counters are kept 2 days', async () => {
   await db.pool.query(sql.unsafe`
-    INSERT INTO webhook_uso_por_hora (conta_id, hora, entregas)
+    INSERT INTO webhook_hourly_usage (conta_id, hour, deliveries)
     VALUES (${account.contaId}, ${hour('49 hours')}, 7), (${account.contaId}, ${hour('47 hours')}, 8), (${account.contaId}, ${hour('0 hours')}, 9)`);
   await run(webhookMaintenance);
-  const left = await db.pool.anyFirst(sql.type(N)`SELECT entregas AS n FROM webhook_uso_por_hora ORDER BY hora`);
+  const left = await db.pool.anyFirst(sql.type(N)`SELECT deliveries AS n FROM webhook_hourly_usage ORDER BY hour`);
   assert.equal(left, [8, 9]);
 });
 

@@ -16,7 +16,7 @@ let account: TestAccount;
 let other: TestAccount;
 
 const Delivery = z.object({ id: z.string(), status: z.string(), attempts: z.number(), next_attempt_at: z.string(), lease_id: z.string().nullable() });
-const Uso = z.object({ hora: z.string(), entregas: z.number() });
+const Uso = z.object({ hour: z.string(), deliveries: z.number() });
 
 test.before(async () => {
   receiver = await startReceiver();
@@ -52,14 +52,14 @@ test('over the hourly cap deliveries wait for the next hour, then every one is d
     assert.is(d.attempts, 0, 'held back, not attempted');
     assert.is(Date.parse(d.next_attempt_at), nextHour.getTime(), 'due at the next hour');
   }
-  const [uso] = await app.db.pool.any(sql.type(Uso)`SELECT hora, entregas FROM webhook_uso_por_hora WHERE conta_id = ${account.contaId}`);
-  assert.is(uso?.entregas, 3);
+  const [uso] = await app.db.pool.any(sql.type(Uso)`SELECT hour, deliveries FROM webhook_hourly_usage WHERE conta_id = ${account.contaId}`);
+  assert.is(uso?.deliveries, 3);
 
   const elsewhere = await evento(other.contaId);
   await receiver.waitFor(1, (r) => r.id === elsewhere);
 
   // The hour is over: its usage belongs to the previous hour, and the held deliveries are due.
-  await app.db.pool.query(sql.unsafe`UPDATE webhook_uso_por_hora SET hora = hora - interval '1 hour' WHERE conta_id = ${account.contaId}`);
+  await app.db.pool.query(sql.unsafe`UPDATE webhook_hourly_usage SET hour = hour - interval '1 hour' WHERE conta_id = ${account.contaId}`);
   assert.is(await makeDue(app.db.pool), 2);
   const all = await receiver.waitFor(5, (r) => r.path === '/a');
   assert.equal(new Set(all.map((r) => r.id)), new Set(ids), 'none dropped, none twice');
@@ -78,7 +78,7 @@ test('every request counts toward the cap, retries included', async () => {
   await makeDue(app.db.pool, { deliveryId: d.id });
   await receiver.waitFor(2, (r) => r.id === id);
   const uso = await eventually(
-    () => app.db.pool.oneFirst(sql.type(z.object({ entregas: z.number() }))`SELECT entregas FROM webhook_uso_por_hora WHERE conta_id = ${other.contaId} AND hora = date_trunc('hour', now(), 'UTC')`),
+    () => app.db.pool.oneFirst(sql.type(z.object({ deliveries: z.number() }))`SELECT deliveries FROM webhook_hourly_usage WHERE conta_id = ${other.contaId} AND hour = date_trunc('hour', now(), 'UTC')`),
     (n) => n === before + 2);
   assert.is(uso, 3, 'one earlier delivery and two attempts: the cap is reached');
   const id2 = await evento(other.contaId);
@@ -95,8 +95,8 @@ test('reservations at once for one account (several workers) grant the hour\'s c
   const granted = await Promise.all(Array.from({ length: 12 }, () => reserve(3)));
   assert.is(granted.reduce((a, b) => a + b, 0), 20, `granted ${granted.join(', ')}`);
   assert.ok(granted.every((g) => g >= 0 && g <= 3));
-  const used = await app.db.pool.oneFirst(sql.type(z.object({ entregas: z.number() }))`
-    SELECT entregas FROM webhook_uso_por_hora WHERE conta_id = ${conta.contaId} AND hora = date_trunc('hour', now(), 'UTC')`);
+  const used = await app.db.pool.oneFirst(sql.type(z.object({ deliveries: z.number() }))`
+    SELECT deliveries FROM webhook_hourly_usage WHERE conta_id = ${conta.contaId} AND hour = date_trunc('hour', now(), 'UTC')`);
   assert.is(used, 20);
 });
 

@@ -71,23 +71,23 @@ export function placesLeft(t: Pick<TakeLimits, 'endpoints' | 'perEndpoint'>, end
  * (conta_id, concedidas). The hour's row of each account is inserted or, when it exists, locked and
  * added to, in account order (two workers reserving for the same accounts never deadlock); a new
  * hour grants what its plan allows, an hour begun what is left of it. Each row keeps what this
- * reservation granted (ultima_reserva), which is what RETURNING can read. It runs inside the
+ * reservation granted (last_reserved), which is what RETURNING can read. It runs inside the
  * statements that take deliveries and record their attempts' start (takeDeliveries, relayOutbox),
  * which commit durably for the attempts' sake; inline, not a PL/pgSQL function, which cost more.
  */
 export function reserveFor(asked: string) {
   const from = sql.identifier([asked]);
   return sql.fragment`
-    INSERT INTO webhook_uso_por_hora AS u (conta_id, hora, entregas, ultima_reserva)
+    INSERT INTO webhook_hourly_usage AS u (conta_id, hour, deliveries, last_reserved)
     SELECT a.conta_id, date_trunc('hour', now(), 'UTC'), least(a.n, pl.entregas_webhook_por_hora), least(a.n, pl.entregas_webhook_por_hora)
       FROM ${from} a JOIN contas c ON c.id = a.conta_id JOIN planos pl ON pl.id = c.plano_id
      ORDER BY a.conta_id
-    ON CONFLICT ON CONSTRAINT webhook_uso_por_hora_pkey DO UPDATE
-      SET (ultima_reserva, entregas) = (
-        SELECT g.n, u.entregas + g.n
-          FROM (SELECT least(excluded.ultima_reserva, greatest(0, pl.entregas_webhook_por_hora - u.entregas)) AS n
+    ON CONFLICT ON CONSTRAINT webhook_hourly_usage_pkey DO UPDATE
+      SET (last_reserved, deliveries) = (
+        SELECT g.n, u.deliveries + g.n
+          FROM (SELECT least(excluded.last_reserved, greatest(0, pl.entregas_webhook_por_hora - u.deliveries)) AS n
                   FROM contas c JOIN planos pl ON pl.id = c.plano_id WHERE c.id = u.conta_id) g)
-    RETURNING u.conta_id, u.ultima_reserva AS concedidas`;
+    RETURNING u.conta_id, u.last_reserved AS concedidas`;
 }
 
 /**

@@ -133,9 +133,9 @@ export async function entregasAosDestinos(db: Db, contaId: string, eventoId: str
 /** The account's webhook deliveries this UTC hour against its plan's hourly cap (contract §8.1). */
 export async function entregasNestaHora(db: Db, contaId: string) {
   return db.one(sql.type(z.object({ limite: z.number().int(), usadas: z.number().int() }))`
-    SELECT pl.entregas_webhook_por_hora AS limite, coalesce(u.entregas, 0) AS usadas
+    SELECT pl.entregas_webhook_por_hora AS limite, coalesce(u.deliveries, 0) AS usadas
       FROM contas c
       JOIN planos pl ON pl.id = c.plano_id
-      LEFT JOIN webhook_uso_por_hora u ON u.conta_id = c.id AND u.hora = date_trunc('hour', now(), 'UTC')
+      LEFT JOIN webhook_hourly_usage u ON u.conta_id = c.id AND u.hour = date_trunc('hour', now(), 'UTC')
      WHERE c.id = ${contaId}`);
 }

@@ -52,9 +52,9 @@ const PURGES = {
     table: 'suspensoes', key: ['conta_id', 'chave_id', 'id'], batch: 5_000,
     due: sql.fragment`inicio < now() - make_interval(days => ${RETENTION.suspensoesDays})`,
   },
-  webhook_uso_por_hora: {
-    table: 'webhook_uso_por_hora', key: ['conta_id', 'hora'], batch: 5_000,
-    due: sql.fragment`hora < now() - make_interval(days => ${RETENTION.hourlyCountersDays})`,
+  webhook_hourly_usage: {
+    table: 'webhook_hourly_usage', key: ['conta_id', 'hour'], batch: 5_000,
+    due: sql.fragment`hour < now() - make_interval(days => ${RETENTION.hourlyCountersDays})`,
   },
 } as const satisfies Record<string, Purge>;
 

@@ -57,13 +57,13 @@ CREATE VIEW queue_depth AS SELECT * FROM queue_depth_rows() ORDER BY queue, stat
 -- deliveries this hour), or that have been failing for a day or more (disabled after 5 days).
 CREATE VIEW webhook_endpoints_near_caps AS
 WITH uso AS (
-  SELECT conta_id, entregas FROM webhook_uso_por_hora WHERE hora = date_trunc('hour', now(), 'UTC')
+  SELECT conta_id, deliveries FROM webhook_hourly_usage WHERE hour = date_trunc('hour', now(), 'UTC')
 ), ativos AS (
   SELECT conta_id, count(*) AS ativos FROM webhook_endpoints WHERE ativo GROUP BY conta_id
 ), linhas AS (
   SELECT e.conta_id, e.id AS endpoint_id, e.url, c.plano_id,
          a.ativos AS endpoints_active, p.webhook_endpoints AS endpoints_allowed,
-         coalesce(u.entregas, 0) AS deliveries_this_hour, p.entregas_webhook_por_hora AS deliveries_per_hour,
+         coalesce(u.deliveries, 0) AS deliveries_this_hour, p.entregas_webhook_por_hora AS deliveries_per_hour,
          e.falhando_desde AS failing_since,
          e.falhando_desde + interval '5 days' AS disabled_after
     FROM webhook_endpoints e
@@ -199,13 +199,13 @@ WITH hora AS (
 SELECT e.conta_id, e.id AS endpoint_id, e.url, e.ativo AS active, c.plano_id,
        coalesce(t.attempts, 0) AS deliveries_this_hour, coalesce(t.succeeded, 0) AS succeeded_this_hour,
        coalesce(t.attempts, 0) - coalesce(t.succeeded, 0) AS failed_this_hour, coalesce(p.pending, 0) AS pending,
-       coalesce(u.entregas, 0) AS account_deliveries_this_hour, pl.entregas_webhook_por_hora AS deliveries_per_hour,
+       coalesce(u.deliveries, 0) AS account_deliveries_this_hour, pl.entregas_webhook_por_hora AS deliveries_per_hour,
        round(100.0 * coalesce(t.attempts, 0) / pl.entregas_webhook_por_hora, 1) AS pct_of_cap,
-       round(100.0 * coalesce(u.entregas, 0) / pl.entregas_webhook_por_hora, 1) AS account_pct_of_cap
+       round(100.0 * coalesce(u.deliveries, 0) / pl.entregas_webhook_por_hora, 1) AS account_pct_of_cap
   FROM webhook_endpoints e
   JOIN contas c ON c.id = e.conta_id
   JOIN planos pl ON pl.id = c.plano_id
   LEFT JOIN tentativas t ON t.conta_id = e.conta_id AND t.endpoint_id = e.id
   LEFT JOIN pendentes p ON p.conta_id = e.conta_id AND p.endpoint_id = e.id
-  LEFT JOIN webhook_uso_por_hora u ON u.conta_id = e.conta_id AND u.hora = (SELECT inicio FROM hora)
+  LEFT JOIN webhook_hourly_usage u ON u.conta_id = e.conta_id AND u.hour = (SELECT inicio FROM hora)
  WHERE e.ativo OR t.attempts IS NOT NULL;

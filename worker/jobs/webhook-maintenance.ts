@@ -34,7 +34,7 @@ export const webhookMaintenance: JobDef = {
     const dropped: string[] = [];
     for (const tabela of ARCHIVE_TABLES) dropped.push(...(await removerParticoesExpiradas(pool, tabela, RETENTION.outboxDays)));
     const purged = await purge(pool, 'delivery_attempts_archive') + await purge(pool, 'deliveries_archive') + await purge(pool, 'outbox_archive');
-    const counters = await purge(pool, 'webhook_uso_por_hora');
+    const counters = await purge(pool, 'webhook_hourly_usage');
     if (archived.deliveries + archived.events + dropped.length + purged + counters > 0) {
       log.info({ archived: { deliveries: archived.deliveries, events: archived.events }, dropped, purged, counters }, 'webhook maintenance');
     }
