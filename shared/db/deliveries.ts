@@ -138,9 +138,16 @@ export type TakenDelivery = z.infer<typeof TakenDelivery>;
  * The same statement writes `outcomes`, the worker's finished attempts (shared/db/outcomes.ts).
  */
 export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes = NO_OUTCOMES): Promise<readonly TakenDelivery[]> {
-  const full = [...t.endpoints].filter(([, n]) => n <= 0).map(([id]) => id);
   return db.any(sql.prepared('take_deliveries', TakenDelivery)`
-    WITH ${recordCtes(outcomes)}, due AS MATERIALIZED (
+    WITH ${recordCtes(outcomes)}, ${boundedDue(t, outcomes)}, ${DECIDED_TAKE}, ${appliedTake(t)}
+    ${TAKE_ANSWER}`);
+}
+
+/** due and bounded: the due deliveries nobody holds, in order, within the worker's bounds per endpoint and in all. */
+function boundedDue(t: TakeLimits, outcomes: Outcomes): Fragment {
+  const full = [...t.endpoints].filter(([, n]) => n <= 0).map(([id]) => id);
+  return sql.fragment`
+    due AS MATERIALIZED (
       SELECT d.conta_id, d.id, d.endpoint_id, d.next_attempt_at
         FROM deliveries d
        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
@@ -156,7 +163,12 @@ export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes =
        WHERE b.nth <= b.bound
        ORDER BY b.next_attempt_at, b.id
        LIMIT ${t.limit}
-    ), chosen AS MATERIALIZED (
+    )`;
+}
+
+/** chosen, wanted, granted and decided: those still due once locked, each taken, held for the next hour (over the cap) or closed. */
+const DECIDED_TAKE = sql.fragment`
+    chosen AS MATERIALIZED (
       -- Only the deliveries chosen are locked; one another worker took meanwhile is no longer due
       -- when its lock is granted, and one it is taking now is skipped. (completed_at IS NULL is
       -- status = 'pending', by deliveries_check, written so that the planner never reads the due
@@ -178,7 +190,12 @@ export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes =
                   WHEN row_number() OVER (PARTITION BY c.conta_id, c.ativo ORDER BY c.id) <= ${granted(sql.fragment`c.conta_id`)} THEN 'taken'
                   ELSE 'held' END AS kind
         FROM chosen c
-    ), updated AS (
+    )`;
+
+/** updated and logged: the deliveries as decided, a taken one leased with its attempt recorded as started. */
+function appliedTake(t: TakeLimits): Fragment {
+  return sql.fragment`
+    updated AS (
       UPDATE deliveries d SET
         lease_id = CASE WHEN x.kind = 'taken' THEN gen_random_uuid() END,
         next_attempt_at = CASE x.kind WHEN 'taken' THEN now() + make_interval(secs => ${t.leaseMs / 1000})
@@ -196,7 +213,11 @@ export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes =
     ), logged AS (
       INSERT INTO delivery_attempts (conta_id, delivery_id, attempt, started_at)
       SELECT conta_id, id, attempts, clock_timestamp() FROM updated WHERE lease_id IS NOT NULL
-    )
+    )`;
+}
+
+/** The deliveries taken, with their event and endpoint: all a request needs. */
+const TAKE_ANSWER = sql.fragment`
     SELECT u.conta_id, u.id, u.lease_id, u.attempts AS attempt, u.run_attempts, u.endpoint_id,
            o.id AS event_id, o.tipo, o.dados, o.criado_em,
            e.url, e.segredo, CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END AS segredo_anterior,
@@ -204,8 +225,7 @@ export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes =
       FROM updated u
       JOIN outbox o ON o.conta_id = u.conta_id AND o.id = u.event_id
       JOIN webhook_endpoints e ON e.conta_id = u.conta_id AND e.id = u.endpoint_id
-     WHERE u.lease_id IS NOT NULL`);
-}
+     WHERE u.lease_id IS NOT NULL`;
 
 const leaseTuples = (leases: readonly Lease[]) =>
   sql.unnest(leases.map((l) => [l.contaId, l.deliveryId, l.leaseId]), ['uuid', 'uuid', 'uuid']);
