@@ -35,17 +35,24 @@ function help(): string {
 
 async function main(argv: string[]): Promise<number> {
   const name = argv.slice(0, 2).join(' ');
-  const command = all.find((c) => c.name === name);
+  // Commands are "<resource> <verb>", and a few are one word (status).
+  const command = all.find((c) => c.name === name) ?? all.find((c) => c.name === argv[0]);
   if (!command) {
     process.stderr.write(argv.length ? `unknown command: ${name}\n\n${help()}` : help());
     return argv.length ? 64 : 0;
   }
-  const options = parseOptions(command, argv.slice(2));
+  const options = parseOptions(command, argv.slice(command.name.split(' ').length));
   const config = loadConfigOrExit();
   const databaseUrl = requireDatabaseUrl(config.DATABASE_URL, 'ops');
   const pool = await createDatabasePool(databaseUrl, { size: 2, statementTimeoutMs: 60_000, applicationName: 'ops' });
   try {
-    await command.run(options as never, { pool, config, databaseUrl, out: (v) => process.stdout.write(`${JSON.stringify(v, null, 2)}\n`) });
+    const interrupted = new AbortController();
+    process.once('SIGINT', () => interrupted.abort());
+    await command.run(options as never, {
+      pool, config, databaseUrl, signal: interrupted.signal,
+      out: (v) => process.stdout.write(`${JSON.stringify(v, null, 2)}\n`),
+      write: (text) => process.stdout.write(text),
+    });
     return 0;
   } finally {
     await pool.end();

@@ -5,7 +5,15 @@ import { z } from 'zod';
 import type { Config } from '../shared/config.ts';
 import type { Pool } from '../shared/db/pool.ts';
 
-export type OpsContext = { pool: Pool; config: Config; databaseUrl: string; out: (value: unknown) => void };
+export type OpsContext = {
+  pool: Pool; config: Config; databaseUrl: string;
+  /** Prints a result as JSON (what scripts and tests read). */
+  out: (value: unknown) => void;
+  /** Writes text as it is (a screen for a person: `status`). */
+  write: (text: string) => void;
+  /** Aborted when the operator interrupts a command that runs until stopped (`status --watch`). */
+  signal?: AbortSignal;
+};
 
 export type Command<S extends z.ZodObject = z.ZodObject> = {
   /** "<resource> <verb>", e.g. "chaves create". */
@@ -26,7 +34,7 @@ export function parseOptions(command: Command, argv: string[]): unknown {
   const keys = Object.keys(command.options.shape);
   const { values, positionals } = parseArgs({
     args: argv,
-    options: Object.fromEntries(keys.map((k) => [kebab(k), { type: 'string' as const }])),
+    options: Object.fromEntries(keys.map((k) => [kebab(k), { type: isFlag(command.options.shape[k]) ? 'boolean' as const : 'string' as const }])),
     strict: true,
     allowPositionals: true,
   });
@@ -43,10 +51,14 @@ export function parseOptions(command: Command, argv: string[]): unknown {
 export function usage(command: Command): string {
   const options = Object.entries(command.options.shape).map(([key, schema]) => {
     const optional = (schema as z.ZodType).safeParse(undefined).success;
-    return optional ? `[--${kebab(key)} …]` : `--${kebab(key)} …`;
+    const value = isFlag(schema) ? '' : ' …';
+    return optional ? `[--${kebab(key)}${value}]` : `--${kebab(key)}${value}`;
   });
   return `  ${command.name} ${options.join(' ')}\n      ${command.summary}`;
 }
+
+/** An option that takes no value (--json): its schema accepts true and no string. */
+const isFlag = (schema: unknown) => (schema as z.ZodType).safeParse(true).success && !(schema as z.ZodType).safeParse('x').success;
 
 const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 const camel = (s: string) => s.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
