@@ -57,8 +57,11 @@ export function usage(command: Command): string {
   return `  ${command.name} ${options.join(' ')}\n      ${command.summary}`;
 }
 
-/** An option that takes no value (--json): its schema accepts true and no string. */
-const isFlag = (schema: unknown) => (schema as z.ZodType).safeParse(true).success && !(schema as z.ZodType).safeParse('x').success;
+/** An option that takes no value (--json): its schema accepts true and no string (a coerced number takes '1'). */
+function isFlag(schema: unknown): boolean {
+  const s = schema as z.ZodType;
+  return s.safeParse(true).success && !['x', '1', 'true'].some((text) => s.safeParse(text).success);
+}
 
 const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 const camel = (s: string) => s.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
