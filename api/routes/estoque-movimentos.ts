@@ -4,9 +4,9 @@
 // variacao_id or by sku. Body limits and the 2-unit cost are the pipeline's; this route checks the
 // body's shape and turns the database's refusals into 422s. The movement, with app.via = 'api', its
 // Idempotency-Key's claim and record, is one statement, batched with the others waiting
-// (api_estoque_movimentar_lote, api/writes/write-queue.ts).
+// (api_estoque_movimentar, api/writes/write-queue.ts).
 //
-// POST /estoque/movimentos/lote: up to 100 movements, all or none (api_estoque_movimentar_varios),
+// POST /estoque/movimentos/lote: up to 100 movements, all or none (api_estoque_movimentar_lote),
 // in the pipeline's write transaction; priced 2 units a movement, from its body.
 //
 // GET /estoque/movimentos and GET /estoque/movimentos/{id}: the history, each movement as POST
