@@ -12,6 +12,17 @@ export const TIPOS_MOVIMENTO = ['entrada', 'saida', 'ajuste'] as const;
 export const MOTIVOS_MOVIMENTO = ['venda_loja', 'venda_marketplace', 'perda', 'devolucao', 'correcao', 'outro'] as const;
 export const TIPOS_LOCAL = ['proprio', 'consignado'] as const;
 
+/** What estoque_movimentos' CHECKs allow: a quantity moved or counted, and an observation's length. */
+export const QUANTIDADE_MAXIMA = 99_999;
+export const OBSERVACAO_MAXIMA = 200;
+
+/**
+ * Which of quantidade and contado a movement of this tipo takes, and which it must not: an ajuste is
+ * a count, the others move a quantity (estoque_movimento_preparar refuses anything else).
+ */
+export const campoDoTipo = (tipo: (typeof TIPOS_MOVIMENTO)[number]) =>
+  tipo === 'ajuste' ? ({ usa: 'contado', dispensa: 'quantidade' } as const) : ({ usa: 'quantidade', dispensa: 'contado' } as const);
+
 export const SaldoRow = z.object({
   id: z.string(),
   variacao_id: z.string(),
