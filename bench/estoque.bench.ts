@@ -118,7 +118,7 @@ async function breakdown(): Promise<Record<string, number>> {
       SELECT api_admit(ARRAY[${sql.binary(hashToken(alvo.token))}::bytea], ARRAY['estoque:escrever'], ARRAY['estoque_produtos.movimentar'], ARRAY[2],
                        ARRAY[NULL::int], ARRAY['escrita'], NULL, 'bench', ${sql.array([], 'uuid')}, ${sql.array([], 'uuid')})`));
     const pedido = { ...body, contaId: alvo.contaId, chaveId: alvo.chaveId, chave: { key: randomUUID(), route: 'POST /estoque/movimentos', hash: bodyHash(body) } };
-    await time('movement with its key (api_estoque_movimentar_lote of one)', () =>
+    await time('movement with its key (api_estoque_movimentar of one)', () =>
       pool.query(sql.unsafe`SELECT (${movimentosEmLote([pedido])})::text`));
   }
   for (let i = 0; i < 300; i++) {
@@ -204,10 +204,11 @@ ${table}
   **${ratio.toFixed(2)}** (target ≥ 0.5; issue 20's ≥ 0.8); the ${PAIRS} pairs in order: ${pairs.map((p) => `${p.mov.rps}/${p.bareTx.rps} = ${p.ratio.toFixed(2)}`).join(', ')}.
 - How: admission goes in batches (every request waiting at a moment in one round trip and one
   commit), then the movements of the admitted requests go in batches of their own, up to three side
-  by side (api/writes/write-queue.ts), each batch one statement, api_estoque_movimentar_lote, that for each
-  movement declares the origin for the triggers, claims the Idempotency-Key and moves the balance,
-  then writes the batch's movements in one INSERT (its trigger queues estoque.movimentado) and their
-  keys' records in another, so the tables' CHECKs are prepared once a batch
+  by side (api/writes/write-queue.ts), each batch one statement, api_estoque_movimentar, that claims
+  each movement's Idempotency-Key (declaring the origin for the triggers), moves the balances in
+  their order through estoque_movimentar (the core every movement goes through), then writes the
+  batch's movements in one INSERT (its trigger queues estoque.movimentado) and their keys' records
+  in another, so the tables' CHECKs are prepared once a batch
   (docs/decisions/0016-checks-on-hot-tables.md). The baseline
   makes 4 round trips and one commit per request; the API makes 2 round trips shared by a batch
   each. What is left is work the baseline does not do: a movement runs about ten statements

@@ -1,5 +1,5 @@
 // Movements in batches: the web process sends the movements of the admitted requests waiting at
-// the same moment in one statement (api_estoque_movimentar_lote): in the order of their balances,
+// the same moment in one statement (api_estoque_movimentar): in the order of their balances,
 // a failing one leaving the others, and a key repeated within one batch is still running for
 // the second request. Over HTTP, keys and limits are judged before the body.
 import { randomUUID } from 'node:crypto';

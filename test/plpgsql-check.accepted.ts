@@ -13,9 +13,4 @@ export const ACCEPTED: readonly Accepted[] = [
     message: 'routine is marked as VOLATILE, should be STABLE',
     reason: 'The relay calls it after taking the group\'s lock: VOLATILE gives each of its statements a fresh snapshot, so it sees every change that joined the window and committed before the lock (a STABLE function would read with the relay statement\'s older snapshot and could miss one).',
   },
-  {
-    fn: 'api_estoque_movimentar',
-    message: 'composite OUT variable "novo" is not single argument',
-    reason: 'novo is the prepared movement a batch writes after its loop, next to the answer\'s scalars: assigned once, read once by api_estoque_movimentar_lote_em. A function of one composite OUT would need a type of its own for the answer, in a migration.',
-  },
 ];

@@ -4,15 +4,16 @@
 // variacao_id or by sku. Body limits and the 2-unit cost are the pipeline's; this route checks the
 // body's shape and turns the database's refusals into 422s. The movement, with app.via = 'api', its
 // Idempotency-Key's claim and record, is one statement, batched with the others waiting
-// (api_estoque_movimentar_lote, api/writes/write-queue.ts).
+// (api_estoque_movimentar, api/writes/write-queue.ts).
 //
-// POST /estoque/movimentos/lote: up to 100 movements, all or none (api_estoque_movimentar_varios),
+// POST /estoque/movimentos/lote: up to 100 movements, all or none (api_estoque_movimentar_lote),
 // in the pipeline's write transaction; priced 2 units a movement, from its body.
 //
 // GET /estoque/movimentos and GET /estoque/movimentos/{id}: the history, each movement as POST
 // answers it (§2.2, with the external references).
 import { z } from 'zod';
 import {
+  campoDoTipo,
   lerMovimento,
   lerMovimentosDoLote,
   listarMovimentos,
@@ -20,6 +21,8 @@ import {
   movimentarVarios,
   movimentoDoLote,
   movimentosEmLote,
+  OBSERVACAO_MAXIMA,
+  QUANTIDADE_MAXIMA,
   TIPOS_MOVIMENTO,
   type MovimentoPedido,
   type MovimentoPorVariacaoOuSku,
@@ -36,8 +39,6 @@ import { exemploLoteDeMovimentos, exemploMovimento, exemploNovoLote, exemploNovo
 import { defineRoute } from './types.ts';
 import { umRegistro } from './um-registro.ts';
 
-export const QUANTIDADE_MAXIMA = 99_999;
-export const OBSERVACAO_MAXIMA = 200;
 /** Movements in one POST /estoque/movimentos/lote. */
 export const LOTE_MAXIMO = 100;
 /** Contract §8.2: a movement costs 2 units; a batch, 2 for each movement it carries. */
@@ -60,7 +61,7 @@ const movimentoPedido = z.object({
   ...referenciasNovas,
 }).strict().superRefine((b, ctx) => {
   // Each type takes exactly one of quantidade and contado, so a request never means two things.
-  const [needed, unwanted] = b.tipo === 'ajuste' ? (['contado', 'quantidade'] as const) : (['quantidade', 'contado'] as const);
+  const { usa: needed, dispensa: unwanted } = campoDoTipo(b.tipo);
   if (b[needed] === undefined) ctx.addIssue({ code: 'custom', path: [needed], message: `obrigatório quando tipo é ${b.tipo}` });
   if (b[unwanted] !== undefined) ctx.addIssue({ code: 'custom', path: [unwanted], message: `não se usa quando tipo é ${b.tipo}` });
   // And the variation is named once.

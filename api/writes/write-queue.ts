@@ -1,5 +1,5 @@
 // One-statement writes in batches (RouteDef.once): the admitted requests of a route whose whole
-// change is one SQL function go to PostgreSQL together (see api_estoque_movimentar_lote: a write
+// change is one SQL function go to PostgreSQL together (see api_estoque_movimentar: a write
 // that fails leaves the others), so a loaded process amortizes round trips, statements and commits
 // over many writes. Batches of writes run side by side on several connections: the writes are the
 // work itself, not bookkeeping.

@@ -2,7 +2,9 @@
 // account, consignment included, unlike the API), locations, and supplies with their balances.
 // Consuming a supply below its minimum emits estoque.baixo (at most once a day per supply).
 import { z } from 'zod';
-import { criarLocalConsignado, listarLocais, listarSaldos, MOTIVOS_MOVIMENTO, movimentar, TIPOS_MOVIMENTO } from '../../shared/db/estoque.ts';
+import {
+  campoDoTipo, criarLocalConsignado, listarLocais, listarSaldos, MOTIVOS_MOVIMENTO, movimentar, OBSERVACAO_MAXIMA, QUANTIDADE_MAXIMA, TIPOS_MOVIMENTO,
+} from '../../shared/db/estoque.ts';
 import { alterarInsumo, criarInsumo, listarInsumos, moverInsumo, TIPOS_INSUMO, UNIDADES, type MovimentoInsumo } from '../../shared/db/insumos.ts';
 import { cutPage, type Pagina, type Posicao } from '../../shared/db/paging.ts';
 import type { Pool } from '../../shared/db/pool.ts';
@@ -39,9 +41,9 @@ export const estoqueCommands = [
     summary: `Post a movement of finished parts (tipo: ${TIPOS_MOVIMENTO.join(', ')}; motivo: ${MOTIVOS_MOVIMENTO.join(', ')}); --local for a consignment location.`,
     options: z.object({
       conta: z.uuid(), variacao: z.uuid(), parte: z.uuid().optional(), tipo: z.enum(TIPOS_MOVIMENTO),
-      quantidade: inteiro(1, 99999).optional(), contado: inteiro(0, 99999).optional(), motivo: z.enum(MOTIVOS_MOVIMENTO),
-      observacao: z.string().max(200).optional(), local: z.uuid().optional(),
-    }).refine((o) => (o.tipo === 'ajuste') === (o.contado !== undefined) && (o.tipo === 'ajuste') !== (o.quantidade !== undefined), {
+      quantidade: inteiro(1, QUANTIDADE_MAXIMA).optional(), contado: inteiro(0, QUANTIDADE_MAXIMA).optional(), motivo: z.enum(MOTIVOS_MOVIMENTO),
+      observacao: z.string().max(OBSERVACAO_MAXIMA).optional(), local: z.uuid().optional(),
+    }).refine((o) => o[campoDoTipo(o.tipo).usa] !== undefined && o[campoDoTipo(o.tipo).dispensa] === undefined, {
       path: ['quantidade'], message: 'entrada and saida take --quantidade; ajuste takes --contado',
     }),
     run: async (o, { pool, out }) => {

@@ -1,6 +1,7 @@
 // Finished-part stock: balances per location (GET /estoque), movements (POST /estoque/movimentos
-// and the screen) and locations. A movement is one call of estoque_movimentar
-// (sql/code/estoque.sql): one round trip that checks, locks, moves and records.
+// and the screen) and locations. Every movement is made by estoque_movimentar (sql/code/estoque.sql),
+// through the API's two entry points (sql/code/estoque_api.sql) or, for the screen, directly: one
+// round trip that checks, locks, moves and records.
 import { z } from 'zod';
 import type { Motivo } from '../errors.ts';
 import { pageClauses, type Posicao } from './paging.ts';
@@ -10,6 +11,17 @@ import { sql, type Db } from './pool.ts';
 export const TIPOS_MOVIMENTO = ['entrada', 'saida', 'ajuste'] as const;
 export const MOTIVOS_MOVIMENTO = ['venda_loja', 'venda_marketplace', 'perda', 'devolucao', 'correcao', 'outro'] as const;
 export const TIPOS_LOCAL = ['proprio', 'consignado'] as const;
+
+/** What estoque_movimentos' CHECKs allow: a quantity moved or counted, and an observation's length. */
+export const QUANTIDADE_MAXIMA = 99_999;
+export const OBSERVACAO_MAXIMA = 200;
+
+/**
+ * Which of quantidade and contado a movement of this tipo takes, and which it must not: an ajuste is
+ * a count, the others move a quantity (estoque_movimento_preparar refuses anything else).
+ */
+export const campoDoTipo = (tipo: (typeof TIPOS_MOVIMENTO)[number]) =>
+  tipo === 'ajuste' ? ({ usa: 'contado', dispensa: 'quantidade' } as const) : ({ usa: 'quantidade', dispensa: 'contado' } as const);
 
 export const SaldoRow = z.object({
   id: z.string(),
@@ -109,19 +121,32 @@ export type Movimentado =
   | { ok: false; recusa: RecusaDeMovimento; limite: number | null };
 
 /**
- * Posts a movement in the caller's transaction. localId is for the screen (consignment); the API
- * passes none and moves the account's own location.
+ * The movements' columns as estoque_movimentar and the API's entry points take them, one array a
+ * field (p_tipos … p_metadados), in the order given.
+ */
+function colunasDosMovimentos(itens: readonly MovimentoPorVariacaoOuSku[]): FragmentSqlToken {
+  const col = <T>(pick: (m: MovimentoPorVariacaoOuSku) => T) => itens.map(pick);
+  return sql.fragment`${sql.array(col((m) => m.tipo), 'text')}, ${sql.array(col((m) => m.variacao_id ?? null), 'uuid')},
+    ${sql.array(col((m) => m.sku ?? null), 'text')},
+    ${sql.array(col((m) => m.parte_id ?? null), 'uuid')}, ${sql.array(col((m) => m.quantidade ?? null), 'int4')},
+    ${sql.array(col((m) => m.contado ?? null), 'int4')}, ${sql.array(col((m) => m.motivo), 'text')},
+    ${sql.array(col((m) => m.observacao ?? null), 'text')}, ${sql.array(col((m) => m.referencia_externa ?? null), 'text')},
+    ${sql.array(col((m) => (m.metadados ? JSON.stringify(m.metadados) : null)), 'text')}::jsonb[]`;
+}
+
+/**
+ * Posts a movement in the caller's transaction, by whoever it declared (origem_da_mudanca). localId
+ * is for the screen (consignment); the API passes none and moves the account's own location.
  */
 export async function movimentar(db: Db, contaId: string, m: NovoMovimento, localId: string | null = null): Promise<Movimentado> {
   const r = await db.one(sql.type(Resultado)`
-    SELECT * FROM estoque_movimentar(${contaId}, ${m.tipo}, ${m.variacao_id}, ${m.parte_id ?? null},
-      ${m.quantidade ?? null}, ${m.contado ?? null}, ${m.motivo}, ${m.observacao ?? null}, ${localId},
-      p_referencia_externa => ${m.referencia_externa ?? null}, p_metadados => ${m.metadados ? sql.jsonb(m.metadados) : null})`);
+    SELECT m.* FROM estoque_movimentar(NULL, ${sql.array([contaId], 'uuid')}, NULL, ${colunasDosMovimentos([m])},
+                                       p_locais => ${sql.array([localId], 'uuid')}) r, unnest(r.movimentos) m`);
   if (r.recusa) return { ok: false, recusa: r.recusa, limite: r.limite };
   return { ok: true, movimento: MovimentoRow.parse(r) };
 }
 
-// A movement's answer from api_estoque_movimentar_lote: how its Idempotency-Key was claimed and the
+// A movement's answer from api_estoque_movimentar: how its Idempotency-Key was claimed and the
 // movement made or refused ({"claim":"running"} alone for a key repeated within one batch).
 const nulo = <T extends z.ZodType>(type: T) => type.nullable().default(null);
 // A movement as json: its timestamp arrives as PostgreSQL wrote it, normalized like every other (pool.ts).
@@ -147,22 +172,17 @@ export type MovimentoPedido = MovimentoPorVariacaoOuSku & {
 };
 
 /**
- * POST /estoque/movimentos for a batch of admitted requests (api_estoque_movimentar_lote): each
- * claims its Idempotency-Key, moves the balance or is refused, and keeps its key's record, in one
- * round trip and one commit.
+ * POST /estoque/movimentos for a batch of admitted requests (api_estoque_movimentar): each claims its
+ * Idempotency-Key, moves the balance or is refused, and keeps its key's record, in one round trip and
+ * one commit.
  */
 export function movimentosEmLote(pedidos: readonly MovimentoPedido[]): FragmentSqlToken {
   const col = <T>(pick: (p: MovimentoPedido) => T) => pedidos.map(pick);
-  return sql.fragment`api_estoque_movimentar_lote(
+  return sql.fragment`api_estoque_movimentar(
     ${sql.array(col((p) => p.contaId), 'uuid')}, ${sql.array(col((p) => p.chaveId), 'uuid')},
     ${sql.array(col((p) => p.chave?.key ?? null), 'text')}, ${sql.array(col((p) => p.chave?.route ?? null), 'text')},
     ${sql.array(col((p) => (p.chave ? `\\x${p.chave.hash.toString('hex')}` : null)), 'text')}::bytea[],
-    ${sql.array(col((p) => p.tipo), 'text')}, ${sql.array(col((p) => p.variacao_id ?? null), 'uuid')},
-    ${sql.array(col((p) => p.sku ?? null), 'text')},
-    ${sql.array(col((p) => p.parte_id ?? null), 'uuid')}, ${sql.array(col((p) => p.quantidade ?? null), 'int4')},
-    ${sql.array(col((p) => p.contado ?? null), 'int4')}, ${sql.array(col((p) => p.motivo), 'text')},
-    ${sql.array(col((p) => p.observacao ?? null), 'text')}, ${sql.array(col((p) => p.referencia_externa ?? null), 'text')},
-    ${sql.array(col((p) => (p.metadados ? JSON.stringify(p.metadados) : null)), 'text')}::jsonb[])`;
+    ${colunasDosMovimentos(pedidos)})`;
 }
 
 /**
@@ -245,12 +265,12 @@ export type Lote = z.infer<typeof Lote>;
 
 /**
  * Up to 100 movements of one account, all or none, in the caller's transaction
- * (api_estoque_movimentar_varios): the movements made, in the order given, or every refused item
+ * (api_estoque_movimentar_lote): the movements made, in the order given, or every refused item
  * with nothing written.
  */
 export async function movimentarVarios(db: Db, contaId: string, itens: readonly MovimentoPorVariacaoOuSku[]): Promise<Lote> {
   const json = await db.oneFirst(sql.type(z.object({ lote: z.string() }))`
-    SELECT api_estoque_movimentar_varios(${contaId}, ${sql.jsonb(itens)})::text AS lote`);
+    SELECT api_estoque_movimentar_lote(${contaId}, ${colunasDosMovimentos(itens)})::text AS lote`);
   return Lote.parse(JSON.parse(json));
 }
 

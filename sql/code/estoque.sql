@@ -1,5 +1,6 @@
--- Stock of finished parts and supplies: a movement in one round trip (estoque_movimentar), its
--- estoque.movimentado event, and estoque.baixo when a supply falls below its minimum.
+-- Stock of finished parts and supplies: movements in one round trip (estoque_movimentar, the core
+-- every entry point calls), their estoque.movimentado event, and estoque.baixo when a supply falls
+-- below its minimum.
 
 CREATE TRIGGER estoque_saldos_touch BEFORE UPDATE ON estoque_saldos
   FOR EACH ROW EXECUTE FUNCTION touch_row();
@@ -22,10 +23,7 @@ BEGIN
 END $$;
 
 -- A movement, prepared: checked, its balance moved (the row lock taken), its id and criado_em
--- chosen, but its row not yet written. estoque_movimentos_gravar writes it; a batch writes all its
--- movements in one INSERT, which prepares the table's CHECKs once instead of at every movement
--- (ExecConstraints reads each back from its stored node tree at every execution:
--- docs/decisions/0016-checks-on-hot-tables.md).
+-- chosen, but its row not yet written: estoque_movimentar writes the movements it prepared together.
 CREATE FUNCTION estoque_movimento_preparar(
   p_conta_id uuid,
   p_tipo text,
@@ -154,53 +152,104 @@ BEGIN
   RETURN r;
 END $$;
 
--- Writes prepared movements (estoque_movimento_preparar), in the order given, in one statement: who
--- made them (p_via, and the API key of each, or NULL) and, for POST /estoque/movimentos/lote, the
--- batch and each one's place in it.
-CREATE FUNCTION estoque_movimentos_gravar(
-  p_via text, p_contas uuid[], p_chaves uuid[], p_movimentos estoque_movimento[],
-  p_lotes uuid[] DEFAULT NULL, p_posicoes int[] DEFAULT NULL
-) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-  -- unnest pads the shorter arrays (no batch) with NULLs, and spreads each movement into its fields.
-  INSERT INTO estoque_movimentos (conta_id, id, local_id, variacao_id, parte_id, tipo, quantidade, saldo_antes,
-                                  saldo_depois, motivo, observacao, via, chave_id, criado_em, referencia_externa,
-                                  metadados, lote_id, lote_posicao)
-  SELECT x.conta_id, x.id, x.local_id, x.variacao_id, x.parte_id, x.tipo, x.quantidade, x.saldo_antes,
-         x.saldo_depois, x.motivo, x.observacao, p_via, x.chave_id, x.criado_em, x.referencia_externa,
-         x.metadados, x.lote_id, x.lote_posicao
-    FROM unnest(p_contas, p_chaves, p_lotes, p_posicoes, p_movimentos) AS x (conta_id, chave_id, lote_id, lote_posicao);
-END $$;
-
--- A movement made in one call (the screen's path: the operator CLI, shared/db/estoque.ts): prepared
--- and written, by whoever the transaction declared (origem_da_mudanca). Its parameters are
--- estoque_movimento_preparar's.
+-- Movements, the one core of every entry point (api_estoque_movimentar, api_estoque_movimentar_lote,
+-- the operator CLI): each prepared (estoque_movimento_preparar) in the order of its balance, so two
+-- calls never wait on each other in a circle, then the ones made written in one INSERT, which prepares
+-- the table's CHECKs once instead of at every movement (ExecConstraints reads each back from its
+-- stored node tree at every execution: docs/decisions/0016-checks-on-hot-tables.md). Answers each
+-- movement in the order given: made, or refused (recusa); with p_isolar, failed (erros).
+--
+-- p_lote: a batch all or none (POST /estoque/movimentos/lote): its id and each movement's place in
+-- it are written with the movements; when any is refused nothing is, and the balances it moved are
+-- moved back. p_isolar: a failure fails only its movement: the movements run as one subtransaction
+-- and, only when one of them failed, again each in a subtransaction of its own (a subtransaction for
+-- every movement always was a steady cost for a rare failure: docs/decisions/0025-stock-movements-by-balance.md).
 CREATE FUNCTION estoque_movimentar(
-  p_conta_id uuid,
-  p_tipo text,
-  p_variacao_id uuid,
-  p_parte_id uuid,
-  p_quantidade int,
-  p_contado int,
-  p_motivo text,
-  p_observacao text,
-  p_local_id uuid DEFAULT NULL,
-  p_sku text DEFAULT NULL,
-  p_referencia_externa text DEFAULT NULL,
-  p_metadados jsonb DEFAULT NULL
-) RETURNS estoque_movimento
+  p_via text, p_contas uuid[], p_chaves uuid[],  -- who makes each (p_via NULL: as the transaction declared, origem_da_mudanca)
+  p_tipos text[], p_variacoes uuid[], p_skus text[], p_partes uuid[], p_quantidades int[], p_contados int[],
+  p_motivos text[], p_observacoes text[], p_referencias text[], p_metadados jsonb[],
+  p_locais uuid[] DEFAULT NULL,    -- NULL: each account's own location (the only one the API moves)
+  p_fazer boolean[] DEFAULT NULL,  -- false: a movement its caller answers without making it; NULL: all
+  p_lote uuid DEFAULT NULL,
+  p_isolar boolean DEFAULT false,
+  OUT movimentos estoque_movimento[], OUT erros json[]
+)
 LANGUAGE plpgsql AS $$
 DECLARE
-  r estoque_movimento;
-  o jsonb := origem_da_mudanca();
+  o jsonb := CASE WHEN p_via IS NULL THEN origem_da_mudanca() END;
+  v_ordem int[];       -- the movements to make, in the order of their balances
+  v_variacoes uuid[];  -- each one's variation, named or found by its SKU
+  v_total int;
+  v_de int := 1;       -- a pass makes v_ordem[v_de:v_ate]: all of it, or after a failure one at a time
+  v_ate int;
+  v_isolado boolean := false;
+  i int;
+  mv estoque_movimento;
+  v_recusado boolean;
+  n int;
+  w_contas uuid[]; w_chaves uuid[]; w_movimentos estoque_movimento[]; w_posicoes int[];
 BEGIN
-  r := estoque_movimento_preparar(p_conta_id, p_tipo, p_variacao_id, p_parte_id, p_quantidade, p_contado, p_motivo,
-                                  p_observacao, p_local_id, p_sku, p_referencia_externa, p_metadados);
-  IF r.recusa IS NULL THEN
-    PERFORM estoque_movimentos_gravar(o ->> 'via', ARRAY[p_conta_id], ARRAY[(o ->> 'chave_id')::uuid], ARRAY[r]);
-  END IF;
-  RETURN r;
+  -- A movement by SKU goes where its variation's balance does, and is moved by the variation found
+  -- here (only those pay for the lookup, once); a SKU that names none goes on to
+  -- estoque_movimento_preparar, which says why.
+  SELECT array_agg(x.i ORDER BY x.conta_id, p_locais[x.i], x.variacao, p_partes[x.i], x.i) FILTER (WHERE p_fazer[x.i] IS NOT FALSE),
+         array_agg(x.variacao ORDER BY x.i)
+    INTO v_ordem, v_variacoes
+    FROM (SELECT u.i::int AS i, u.conta_id,
+                 coalesce(p_variacoes[u.i], (estoque_variacao_do_sku(u.conta_id, p_skus[u.i])).variacao) AS variacao
+            FROM unnest(p_contas) WITH ORDINALITY AS u (conta_id, i)) x;
+  movimentos := array_fill(NULL::estoque_movimento, ARRAY[cardinality(p_contas)]);
+  v_total := coalesce(cardinality(v_ordem), 0);
+  v_ate := v_total;
+  WHILE v_de <= v_total LOOP
+    BEGIN
+      n := 0; v_recusado := false;
+      w_contas := '{}'; w_chaves := '{}'; w_movimentos := '{}'; w_posicoes := '{}';
+      FOR k IN v_de..v_ate LOOP
+        i := v_ordem[k];
+        mv := estoque_movimento_preparar(p_contas[i], p_tipos[i], v_variacoes[i], p_partes[i], p_quantidades[i], p_contados[i],
+                                         p_motivos[i], p_observacoes[i], p_locais[i], CASE WHEN v_variacoes[i] IS NULL THEN p_skus[i] END,
+                                         p_referencias[i], p_metadados[i]);
+        movimentos[i] := mv;
+        IF mv.recusa IS NOT NULL THEN
+          v_recusado := true;
+          CONTINUE;
+        END IF;
+        n := n + 1;
+        w_contas[n] := p_contas[i]; w_movimentos[n] := mv;
+        w_chaves[n] := coalesce(p_chaves[i], (o ->> 'chave_id')::uuid);
+        w_posicoes[n] := CASE WHEN p_lote IS NOT NULL THEN i - 1 END;
+      END LOOP;
+      IF v_recusado AND p_lote IS NOT NULL THEN
+        RAISE EXCEPTION 'a batch of movements with refused items writes nothing' USING ERRCODE = 'PF422';
+      END IF;
+      IF n > 0 THEN
+        -- unnest spreads each movement into its fields.
+        INSERT INTO estoque_movimentos (conta_id, id, local_id, variacao_id, parte_id, tipo, quantidade, saldo_antes,
+                                        saldo_depois, motivo, observacao, via, chave_id, criado_em, referencia_externa,
+                                        metadados, lote_id, lote_posicao)
+        SELECT x.conta_id, x.id, x.local_id, x.variacao_id, x.parte_id, x.tipo, x.quantidade, x.saldo_antes,
+               x.saldo_depois, x.motivo, x.observacao, coalesce(p_via, o ->> 'via'), x.chave_id, x.criado_em, x.referencia_externa,
+               x.metadados, p_lote, x.lote_posicao
+          FROM unnest(w_contas, w_chaves, w_posicoes, w_movimentos) AS x (conta_id, chave_id, lote_posicao);
+      END IF;
+    EXCEPTION
+      WHEN SQLSTATE 'PF422' THEN
+        RETURN;
+      WHEN OTHERS THEN
+        IF NOT p_isolar THEN
+          RAISE;
+        ELSIF v_isolado THEN
+          movimentos[i] := NULL;
+          erros[i] := json_build_object('erro', SQLSTATE, 'mensagem', SQLERRM);
+        ELSE
+          v_isolado := true;
+          v_ate := 0;  -- again from the first, one at a time
+        END IF;
+    END;
+    v_de := v_ate + 1;
+    v_ate := v_de;
+  END LOOP;
 END $$;
 
 -- estoque.movimentado's data: the movement, with its id and its external references.
