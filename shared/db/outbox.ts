@@ -43,7 +43,7 @@ export function tiposQueRecebe(contaId: string, usuarioId: string): Fragment {
  * endpoint of the account that is active, subscribed to the type (webhook.teste: only its own) and
  * whose creator receives the type (recebe); `endpoint`, when given, narrows them.
  */
-function destinos(source: Fragment, endpoint: Fragment = sql.fragment`true`, more: Fragment = sql.fragment``) {
+export function destinos(source: Fragment, endpoint: Fragment = sql.fragment`true`, more: Fragment = sql.fragment``) {
   return sql.fragment`
     SELECT ev.conta_id, ev.id AS event_id, e.id AS endpoint_id, ev.seq ${more}
       FROM ${source} ev
@@ -66,7 +66,7 @@ function fanOut(source: Fragment, onConflict: Fragment, endpoint?: Fragment) {
       FROM (${destinos(source, endpoint)}) x
      ORDER BY x.seq, x.endpoint_id
     ON CONFLICT (conta_id, event_id, endpoint_id) ${onConflict}
-    RETURNING conta_id, id, endpoint_id`;
+    RETURNING conta_id, id, event_id, endpoint_id`;
 }
 
 /** One event of the account, archived or not (sql/code/archive.sql), as a source of destinos and fanOut. */
@@ -183,7 +183,19 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits, outc
 }
 
 /** A delivery a replay made due. */
-export const Replayed = z.object({ id: z.string(), endpoint_id: z.string() });
+export const Replayed = z.object({ id: z.string(), event_id: z.string(), endpoint_id: z.string() });
+
+/**
+ * A delivery a worker holds now (`d` names a row of deliveries): it is on its way, and a replay
+ * leaves it going as it is.
+ */
+export const saindo = (d: string) =>
+  sql.fragment`(${sql.identifier([d, 'status'])} = 'pending' AND ${sql.identifier([d, 'lease_id'])} IS NOT NULL)`;
+
+/** What a replay does to a delivery that exists: due now, with a fresh retry schedule, unless saindo. */
+const DUE_AGAIN = sql.fragment`
+  DO UPDATE SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
+   WHERE NOT ${saindo('deliveries')}`;
 
 /**
  * Replays one event (the operator's `webhooks replay`, and POST /eventos/{id}/reenviar): each
@@ -200,15 +212,21 @@ export async function replayEvent(
   eventId: string,
   options: { endpointId?: string } = {},
 ): Promise<readonly z.infer<typeof Replayed>[]> {
-  const due = sql.fragment`
-    DO UPDATE SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
-     WHERE NOT (deliveries.status = 'pending' AND deliveries.lease_id IS NOT NULL)`;
   return tx.transaction(async (t) => {
     await restoreEvent(t, contaId, eventId);
-    return t.any(sql.type(Replayed)`
-      WITH made AS (${fanOut(oneEvent(contaId, eventId), due, oneEndpoint(options.endpointId))})
-      SELECT id, endpoint_id FROM made ORDER BY endpoint_id`);
+    return replayEvents(t, oneEvent(contaId, eventId), oneEndpoint(options.endpointId));
   });
+}
+
+/**
+ * replayEvent's rule for every event `source` lists (conta_id, id, tipo, endpoint_id, seq), already
+ * in the working tables, to its destinos narrowed by `endpoint` (over `ev` and `e`): POST
+ * /eventos/recuperar (shared/db/recuperacao.ts). The deliveries made due.
+ */
+export async function replayEvents(tx: Db, source: Fragment, endpoint?: Fragment): Promise<readonly z.infer<typeof Replayed>[]> {
+  return tx.any(sql.type(Replayed)`
+    WITH made AS (${fanOut(source, DUE_AGAIN, endpoint)})
+    SELECT id, event_id, endpoint_id FROM made ORDER BY endpoint_id, event_id`);
 }
 
 export async function eventExists(db: Db, contaId: string, eventId: string): Promise<boolean> {
