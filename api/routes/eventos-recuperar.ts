@@ -93,10 +93,10 @@ export const recuperarEventos = defineRoute({
     + `responde as mesmas contagens e não agenda nada. O intervalo vai até ${RECUPERACAO.maxDias} dias (mais é 400 dados_invalidos); `
     + `uma chamada trata até ${RECUPERACAO.maxEventos} eventos, os mais antigos, e proximo_desde diz de onde continuar. `
     + `Responde 202 com as contagens. Um endpoint_id de outra conta ou desconhecido é 422 referencia_invalida. ${VISIBILIDADE} `
-    + 'Exige Idempotency-Key; a repetição responde as mesmas contagens e não agenda nada. Custa 10 unidades. Escopo eventos:reenviar.',
+    + 'Exige Idempotency-Key; a repetição responde as mesmas contagens e não agenda nada. Custa 5 unidades. Escopo eventos:reenviar.',
   scope: 'eventos:reenviar',
   permission: null,
-  cost: () => ({ units: 10, classe: 'write' }),
+  cost: () => ({ units: 5, classe: 'write' }),
   headers: idempotencyHeaders(true),
   idempotency: 'required',
   body: Pedido,
@@ -108,7 +108,7 @@ export const recuperarEventos = defineRoute({
   replay: async ({ caller, db }, id) => lerResposta(db, caller.contaId, id),
   handler: async ({ caller, body, db }) => {
     const filtro = await filtroDe(db, caller, body);
-    const feito = await recuperar(db, { contaId: caller.contaId, usuarioId: caller.usuarioId }, filtro, body.simular);
+    const feito = await recuperar(db, { contaId: caller.contaId, usuarioId: caller.usuarioId }, filtro, { simulacao: body.simular });
     const resposta: Recuperacao = {
       simulacao: body.simular, ...contar(feito), proximo_desde: feito.proximoDesde, entregas_por_hora: await entregasNestaHora(db, caller.contaId),
     };

@@ -55,13 +55,13 @@ const Selecao = z.object({ ids: z.array(z.string()), proximo_desde: z.string().n
  * neither repeats nor skips one. Events of one instant are never split: when more than maxEventos
  * share the first, that instant is taken whole.
  */
-async function selecionar(db: Db, leitor: Leitor, filtro: FiltroRecuperacao) {
+async function selecionar(db: Db, leitor: Leitor, filtro: FiltroRecuperacao, maxEventos: number) {
   return db.one(sql.type(Selecao)`
     WITH cand AS MATERIALIZED (
       SELECT DISTINCT x.event_id, date_trunc('milliseconds', x.criado_em) AS ms
         FROM (${destinos(noIntervalo(leitor, filtro), alvo(filtro), sql.fragment`, ev.criado_em`)}) x
     ), corte AS (
-      SELECT ms FROM cand ORDER BY ms, event_id OFFSET ${RECUPERACAO.maxEventos} LIMIT 1
+      SELECT ms FROM cand ORDER BY ms, event_id OFFSET ${maxEventos} LIMIT 1
     ), ate AS (
       SELECT CASE WHEN c.ms > (SELECT min(ms) FROM cand) THEN c.ms ELSE (SELECT min(ms) FROM cand WHERE ms > c.ms) END AS ms
         FROM corte c
@@ -89,13 +89,19 @@ async function restaurar(tx: Db, contaId: string, ids: readonly string[]): Promi
 export type Recuperado = { pares: readonly Par[]; proximoDesde: string | null };
 
 /**
- * Schedules (or, with `simulacao`, only counts) the recovery in the caller's transaction: the
+ * Schedules (or, with `simulacao`, only counts) the recovery, of at most `maxEventos` events, in the caller's transaction: the
  * deliveries made due, and where the next call starts (null: the range is done). The archiver is
  * held off from the selection to the end, so what was selected is what is replayed.
  */
-export async function recuperar(tx: Db, leitor: Leitor, filtro: FiltroRecuperacao, simulacao: boolean): Promise<Recuperado> {
+export async function recuperar(
+  tx: Db,
+  leitor: Leitor,
+  filtro: FiltroRecuperacao,
+  options: { simulacao: boolean; maxEventos?: number },
+): Promise<Recuperado> {
+  const { simulacao, maxEventos = RECUPERACAO.maxEventos } = options;
   await tx.query(sql.typeAlias('void')`SELECT pg_advisory_xact_lock_shared(archive_lock())`);
-  const { ids, proximo_desde } = await selecionar(tx, leitor, filtro);
+  const { ids, proximo_desde } = await selecionar(tx, leitor, filtro, maxEventos);
   if (ids.length === 0) return { pares: [], proximoDesde: proximo_desde };
   if (simulacao) return { pares: await simular(tx, leitor.contaId, ids, filtro), proximoDesde: proximo_desde };
   await restaurar(tx, leitor.contaId, ids);
