@@ -25,9 +25,11 @@ type Par = Pick<z.infer<typeof Replayed>, 'event_id' | 'endpoint_id'>;
 
 /**
  * A delivery `d` that failed: given up, or waiting for another attempt after one that did not
- * succeed (a receiver that was down, whose retries are spaced out).
+ * succeed (a receiver that was down, whose retries are spaced out). Still pending after an attempt
+ * of its run (run_attempts, which a replay restarts at 0) and no longer under a lease, that attempt
+ * failed: one that succeeds ends the delivery.
  */
-const falhou = sql.fragment`(d.status = 'failed' OR (d.status = 'pending' AND d.lease_id IS NULL AND d.attempts > 0))`;
+const falhou = sql.fragment`(d.status = 'failed' OR (d.status = 'pending' AND d.lease_id IS NULL AND d.run_attempts > 0))`;
 
 /** Which of an event's destinos (`ev` to endpoint `e`) the recovery schedules. */
 function alvo(filtro: FiltroRecuperacao): Fragment {
