@@ -7,6 +7,7 @@ import { TIPOS_DE_EVENTO } from '../domain/eventos.ts';
 import { restoreEvent } from './archive.ts';
 import { CHANNEL_DUE, granted, placesLeft, reserveFor, TakenDelivery, type TakeLimits } from './deliveries.ts';
 import { NO_OUTCOMES, recordCtes, type Outcomes } from './outcomes.ts';
+import { throttled } from './ritmo.ts';
 import { sql, type Db } from './pool.ts';
 
 // Only one relay runs at a time across all workers: events of an account are relayed in the order
@@ -80,6 +81,7 @@ const asTimestamp = (value: string) => new Date(value).toISOString();
 const TakenFromRelay = TakenDelivery.extend({
   criado_em: z.string().transform(asTimestamp),
   falhando_desde: z.string().transform(asTimestamp).nullable(),
+  enviar_em: z.null(),
 });
 
 const oneEndpoint = (endpointId: string | undefined) => (endpointId === undefined ? undefined : sql.fragment`e.id = ${endpointId}`);
@@ -134,9 +136,11 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits, outc
           WHERE c.group_key IS NULL OR pg_try_advisory_xact_lock(evento_grupo_lock(c.conta_id, c.group_key))))
       RETURNING o.conta_id, o.id, o.tipo, o.endpoint_id, o.seq, o.dados, o.criado_em
     ), dest AS MATERIALIZED (
-      -- Who receives each event, numbered per endpoint against the worker's bounds.
+      -- Who receives each event, numbered per endpoint against the worker's bounds; a throttled
+      -- endpoint's are left due, for a take to give them their times (shared/db/ritmo.ts).
       SELECT x.*, row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.seq) AS nth,
-             ${placesLeft(bounds, sql.fragment`x.endpoint_id`)} AS bound
+             CASE WHEN ${throttled(sql.fragment`x.conta_id`, sql.fragment`x.endpoint_id`)} THEN 0
+                  ELSE ${placesLeft(bounds, sql.fragment`x.endpoint_id`)} END AS bound
         FROM (${destinos(sql.fragment`marked`, undefined, sql.fragment`, ev.tipo, ev.dados, ev.criado_em`)}) x
     ), ranked AS MATERIALIZED (
       -- Those within their endpoint's bound, in seq order, are wanted for this worker up to its limit.
@@ -174,7 +178,7 @@ export async function relayOutbox(db: Db, limit: number, take?: TakeLimits, outc
               'endpoint_id', x.endpoint_id, 'event_id', x.event_id, 'tipo', x.tipo, 'dados', x.dados, 'criado_em', x.criado_em,
               'url', e.url, 'segredo', e.segredo,
               'segredo_anterior', CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END,
-              'falhando_desde', e.falhando_desde) ORDER BY x.seq, x.endpoint_id)
+              'falhando_desde', e.falhando_desde, 'enviar_em', NULL) ORDER BY x.seq, x.endpoint_id)
               FROM decided x
               JOIN webhook_endpoints e ON e.conta_id = x.conta_id AND e.id = x.endpoint_id
              WHERE x.taken AND (SELECT by_id FROM leases) ? x.id::text), '[]'::json) AS taken,
