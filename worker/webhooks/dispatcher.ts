@@ -13,6 +13,7 @@ import type { Notifier } from '../notifier.ts';
 import { attemptDelivery } from './attempt.ts';
 import type { WebhookHttp } from './http.ts';
 import { LEASE_MS, RENEW_EVERY_MS, SEND_MARGIN_MS } from './lease.ts';
+import { lateForItsTime, untilItsTime } from './pace.ts';
 import type { Recorder } from './recorder.ts';
 import { Signal } from './signal.ts';
 import type { Statistics } from './statistics.ts';
@@ -142,7 +143,7 @@ export function startDispatcher(deps: LoopDeps, notifier: Notifier, http: Webhoo
   async function send(h: Held): Promise<DeliveryResult | null> {
     const fresh = performance.now() - h.confirmedAt < LEASE_MS - SEND_MARGIN_MS;
     if (h.lost) return null;
-    if (stopped || !fresh) {
+    if (stopped || !fresh || lateForItsTime(h.row)) {
       await giveBack(leaseOf(h.row));
       return null;
     }
@@ -150,13 +151,14 @@ export function startDispatcher(deps: LoopDeps, notifier: Notifier, http: Webhoo
   }
 
   /**
-   * Sends a held delivery within the limits of requests in flight, then records its outcome: the
-   * limits bound requests, so the next request to the endpoint goes out while this one's outcome is
-   * being written (the delivery stays held, under its lease, until it is).
+   * Sends a held delivery, at its time when its endpoint is throttled (pace.ts), within the limits of
+   * requests in flight, then records its outcome: the limits bound requests, so the next request to
+   * the endpoint goes out while this one's outcome is being written (the delivery stays held, under
+   * its lease, until it is).
    */
   function dispatch(h: Held): Promise<void> {
     const limit = endpointLimit(h.row.endpoint_id);
-    return limit(() => inFlight(() => send(h)))
+    return untilItsTime(h.row).then(() => limit(() => inFlight(() => send(h))))
       .then((result) => {
         if (!result) return undefined;
         finish(h);
