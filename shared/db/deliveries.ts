@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { NO_OUTCOMES, recordCtes, recordedIds, type Lease, type Outcomes } from './outcomes.ts';
 import { sql, type Db } from './pool.ts';
-import { pacedBound, paceCtes } from './ritmo.ts';
+import { pacedBound, paceCtes, withoutTimes } from './ritmo.ts';
 
 type Fragment = ReturnType<typeof sql.fragment>;
 
@@ -151,6 +151,7 @@ export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes =
        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
          AND NOT (d.endpoint_id = ANY (${sql.array(full, 'uuid')}::uuid[]))
          AND NOT (d.id = ANY (${recordedIds(outcomes)}::uuid[]))
+         AND NOT ${withoutTimes('d')}
        ORDER BY d.next_attempt_at
        LIMIT ${t.scan}
     ), bounded AS MATERIALIZED (

@@ -67,6 +67,16 @@ export function paceCtes(decided: string): Fragment {
     )`;
 }
 
+/**
+ * Whether the endpoint of `d` (a row of deliveries) is throttled and has given every time within the
+ * horizon: a take does not read its deliveries, so a throttled backlog never fills what a take reads
+ * and hides the other endpoints' deliveries behind it.
+ */
+export const withoutTimes = (d: string) => sql.fragment`EXISTS (
+  SELECT FROM webhook_ritmo r
+   WHERE r.conta_id = ${sql.identifier([d, 'conta_id'])} AND r.endpoint_id = ${sql.identifier([d, 'endpoint_id'])}
+     AND r.proximo_envio_em >= now() + make_interval(secs => ${RITMO.horizonteMs / 1000}))`;
+
 /** Whether a delivery to the endpoint `e` (conta_id, id) is throttled: the relay leaves those to the takes. */
 export const throttled = (contaId: Fragment, endpointId: Fragment) =>
   sql.fragment`EXISTS (SELECT FROM webhook_ritmo r WHERE r.conta_id = ${contaId} AND r.endpoint_id = ${endpointId})`;
