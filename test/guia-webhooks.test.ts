@@ -160,7 +160,7 @@ async function sh(nome: string, extra: Record<string, string> = {}): Promise<Rec
 }
 
 if (CURL) {
-  test('eventos-recentes, tentativas and reenviar: the event log has the delivered event, its attempt, and redelivers it', async () => {
+  test('eventos-recentes, tentativas, reenviar and recuperar: the event log has the delivered event, its attempt, redelivers it, and a simulated recovery finds nothing failed', async () => {
     const recentes = await sh('eventos-recentes');
     assert.equal(recentes.dados, [entregue.json], 'the same envelope the receiver got');
     const evento = { EVENTO_ID: entregue.id };
@@ -170,6 +170,10 @@ if (CURL) {
     assert.equal(reenvio.entregas.map((e: { endpoint_id: string; situacao: string }) => [e.endpoint_id, e.situacao]), [[endpointId, 'pendente']]);
     const [, denovo] = await receiver.waitFor(2, (r) => r.id === entregue.id);
     assert.is(denovo?.body, entregue.body, 'the same event, under the same webhook-id');
+    // Nothing failed: a recovery of the day, simulated, has nothing to send.
+    const dia = { DESDE: new Date(Date.now() - 86_400_000).toISOString(), ATE: new Date(Date.now() + 60_000).toISOString() };
+    const recuperacao = await sh('recuperar', dia);
+    assert.equal([recuperacao.simulacao, recuperacao.entregas, recuperacao.proximo_desde], [true, 0, null]);
   });
 } else {
   cannotRun(test, 'the event log\'s curl snippets', 'no curl on PATH', 'install it with apt-get install curl');
@@ -177,7 +181,7 @@ if (CURL) {
 
 test('every snippet assigned to this suite ran (or its interpreter is missing)', () => {
   const faltando = new Set([...(PYTHON ? [] : ['verificar-py']), ...(PHP ? [] : ['verificar-php']),
-    ...(CURL ? [] : ['eventos-recentes', 'tentativas', 'reenviar'])]);
+    ...(CURL ? [] : ['eventos-recentes', 'tentativas', 'reenviar', 'recuperar'])]);
   const meus = Object.entries(TRECHOS).filter(([, s]) => s === 'guia-webhooks').map(([n]) => n);
   assert.equal(meus.filter((n) => !rodados.has(n) && !faltando.has(n)), []);
 });

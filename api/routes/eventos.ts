@@ -27,7 +27,7 @@ const OBJETOS = [...new Set(TIPOS_DE_EVENTO.map((t) => t.objeto))] as [string, .
 
 const GUARDA = `Cada evento fica disponível por ${RETENTION.outboxDays} dias depois de registrado e de terminada a última `
   + 'entrega dele (um reenvio renova o prazo); depois disso, 404.';
-const VISIBILIDADE = 'A chave vê exatamente os eventos que um endpoint criado por quem criou a chave receberia: os '
+export const VISIBILIDADE = 'A chave vê exatamente os eventos que um endpoint criado por quem criou a chave receberia: os '
   + 'tipos cuja permissão (a última coluna de /tipos-de-evento) essa pessoa tem agora, e webhook.teste, que não exige '
   + 'nenhuma. O id de um evento de outra conta, de um tipo que a chave não vê ou ainda não registrado é 404. Se essa '
   + 'pessoa for desativada no aplicativo, a chave recebe 403 escopo_insuficiente, como em toda rota com escopo.';

@@ -218,3 +218,19 @@ export const exemploReenvio = {
   ],
   entregas_por_hora: { limite: 1000, usadas: 37 },
 };
+
+export const exemploPedidoDeRecuperacao = {
+  desde: '2026-11-23T08:00:00-03:00',
+  ate: '2026-11-23T11:30:00-03:00',
+  endpoint_id: ENDPOINT_ERP,
+  somente_falhas: true,
+};
+
+export const exemploRecuperacao = {
+  simulacao: false,
+  eventos: 42,
+  entregas: 42,
+  por_endpoint: [{ endpoint_id: ENDPOINT_ERP, entregas: 42 }],
+  proximo_desde: null,
+  entregas_por_hora: { limite: 1000, usadas: 37 },
+};

@@ -3,6 +3,7 @@ import { listCanais } from './canais.ts';
 import { rotasDeCotacoes } from './cotacoes.ts';
 import { listEstoque, listEstoqueInsumos } from './estoque.ts';
 import { rotasDeEventos } from './eventos.ts';
+import { recuperarEventos } from './eventos-recuperar.ts';
 import { getMovimento, listMovimentos, postLoteDeMovimentos, postMovimento } from './estoque-movimentos.ts';
 import { listMateriais } from './materiais.ts';
 import { rotasDePedidos } from './pedidos.ts';
@@ -25,4 +26,5 @@ export const routes: readonly AnyRoute[] = [
   ...rotasDeCotacoes,
   ...rotasDePedidos,
   ...rotasDeEventos,
+  recuperarEventos,
 ];

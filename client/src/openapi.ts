@@ -245,6 +245,13 @@ export interface paths {
      */
     post: operations["reenviarEvento"];
   };
+  "/eventos/recuperar": {
+    /**
+     * Reenvia os eventos de um intervalo de tempo
+     * @description Para quando o recebedor ficou fora do ar: agenda de novo, com o webhook-id original, as entregas dos eventos criados entre desde (inclusive) e ate (exclusive), como POST /eventos/{id}/reenviar faria com cada um: aos endpoints ativos da conta que os receberiam agora, ou só ao endpoint_id indicado. Com somente_falhas (o padrão), só as entregas que falharam; com false, todas. Filtra por tipo como GET /eventos. Uma entrega que já está saindo segue como está. As entregas contam no limite por hora do plano: acima dele, esperam a hora seguinte, nenhuma se perde. Com simular, responde as mesmas contagens e não agenda nada. O intervalo vai até 7 dias (mais é 400 dados_invalidos); uma chamada trata até 1000 eventos, os mais antigos, e proximo_desde diz de onde continuar. Responde 202 com as contagens. Um endpoint_id de outra conta ou desconhecido é 422 referencia_invalida. A chave vê exatamente os eventos que um endpoint criado por quem criou a chave receberia: os tipos cuja permissão (a última coluna de /tipos-de-evento) essa pessoa tem agora, e webhook.teste, que não exige nenhuma. O id de um evento de outra conta, de um tipo que a chave não vê ou ainda não registrado é 404. Se essa pessoa for desativada no aplicativo, a chave recebe 403 escopo_insuficiente, como em toda rota com escopo. Exige Idempotency-Key; a repetição responde as mesmas contagens e não agenda nada. Custa 5 unidades. Escopo eventos:reenviar.
+     */
+    post: operations["recuperarEventos"];
+  };
 }
 
 export interface webhooks {
@@ -8327,6 +8334,299 @@ export interface operations {
             status?: 404;
             /** @enum {unknown} */
             codigo?: "nao_encontrado";
+          };
+        };
+      };
+      /** @description tempo_esgotado: Tempo esgotado */
+      408: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & {
+            /** @constant */
+            status?: 408;
+            /** @enum {unknown} */
+            codigo?: "tempo_esgotado";
+          };
+        };
+      };
+      /** @description idempotencia_em_andamento: Requisição idempotente em andamento */
+      409: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & {
+            /** @constant */
+            status?: 409;
+            /** @enum {unknown} */
+            codigo?: "idempotencia_em_andamento";
+          };
+        };
+      };
+      /** @description corpo_grande_demais: Corpo grande demais */
+      413: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & {
+            /** @constant */
+            status?: 413;
+            /** @enum {unknown} */
+            codigo?: "corpo_grande_demais";
+          };
+        };
+      };
+      /** @description tipo_nao_suportado: Tipo de conteúdo não suportado */
+      415: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & {
+            /** @constant */
+            status?: 415;
+            /** @enum {unknown} */
+            codigo?: "tipo_nao_suportado";
+          };
+        };
+      };
+      /** @description saldo_insuficiente: Regra de negócio recusou a operação; idempotencia_conflito: Conflito de idempotência */
+      422: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & ({
+            /** @constant */
+            status?: 422;
+            /** @enum {unknown} */
+            codigo?: "saldo_insuficiente" | "idempotencia_conflito";
+          });
+        };
+      };
+      /** @description limite_excedido: Limite excedido */
+      429: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+          /** @description Segundos a esperar antes de tentar de novo. */
+          "Retry-After": number;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & {
+            /** @constant */
+            status?: 429;
+            /** @enum {unknown} */
+            codigo?: "limite_excedido";
+          };
+        };
+      };
+      /** @description erro_interno: Erro interno */
+      500: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & {
+            /** @constant */
+            status?: 500;
+            /** @enum {unknown} */
+            codigo?: "erro_interno";
+          };
+        };
+      };
+      /** @description indisponivel: Serviço indisponível */
+      503: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+          /** @description Segundos a esperar antes de tentar de novo. */
+          "Retry-After": number;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & {
+            /** @constant */
+            status?: 503;
+            /** @enum {unknown} */
+            codigo?: "indisponivel";
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Reenvia os eventos de um intervalo de tempo
+   * @description Para quando o recebedor ficou fora do ar: agenda de novo, com o webhook-id original, as entregas dos eventos criados entre desde (inclusive) e ate (exclusive), como POST /eventos/{id}/reenviar faria com cada um: aos endpoints ativos da conta que os receberiam agora, ou só ao endpoint_id indicado. Com somente_falhas (o padrão), só as entregas que falharam; com false, todas. Filtra por tipo como GET /eventos. Uma entrega que já está saindo segue como está. As entregas contam no limite por hora do plano: acima dele, esperam a hora seguinte, nenhuma se perde. Com simular, responde as mesmas contagens e não agenda nada. O intervalo vai até 7 dias (mais é 400 dados_invalidos); uma chamada trata até 1000 eventos, os mais antigos, e proximo_desde diz de onde continuar. Responde 202 com as contagens. Um endpoint_id de outra conta ou desconhecido é 422 referencia_invalida. A chave vê exatamente os eventos que um endpoint criado por quem criou a chave receberia: os tipos cuja permissão (a última coluna de /tipos-de-evento) essa pessoa tem agora, e webhook.teste, que não exige nenhuma. O id de um evento de outra conta, de um tipo que a chave não vê ou ainda não registrado é 404. Se essa pessoa for desativada no aplicativo, a chave recebe 403 escopo_insuficiente, como em toda rota com escopo. Exige Idempotency-Key; a repetição responde as mesmas contagens e não agenda nada. Custa 5 unidades. Escopo eventos:reenviar.
+   */
+  recuperarEventos: {
+    parameters: {
+      header: {
+        /** @description Chave única da operação: de 1 a 64 caracteres ASCII visíveis ou espaços, ou essa chave entre aspas (uma string de Structured Fields, RFC 9651, como no rascunho IETF do cabeçalho). Guardada por 24 horas, ligada ao método e ao caminho em que foi usada. */
+        "Idempotency-Key": string;
+      };
+    };
+    /** @description JSON em UTF-8 (Content-Type: application/json; qualquer outro é 415; bytes que não são UTF-8 válido são 400 dados_invalidos, e nada é gravado), de até 64 KB, recebido em até 5 s. */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "desde": "2026-11-23T08:00:00-03:00",
+         *   "ate": "2026-11-23T11:30:00-03:00",
+         *   "endpoint_id": "9a1c3e5f-7b9d-4f1a-8c3e-5f7b9d1f3a62",
+         *   "somente_falhas": true
+         * }
+         */
+        "application/json": {
+          /**
+           * Format: date-time
+           * @description Início do intervalo (inclusive), pelo criado_em dos eventos.
+           */
+          desde: string;
+          /**
+           * Format: date-time
+           * @description Fim do intervalo (exclusive), posterior a desde e no máximo 7 dias depois dele.
+           */
+          ate: string;
+          /**
+           * @description Só os eventos deste tipo, como o filtro tipo de GET /eventos.
+           * @enum {string}
+           */
+          tipo?: "cotacao.criada" | "cotacao.enviada" | "cotacao.fechamento_pedido" | "cotacao.status_mudou" | "cotacao.aprovada" | "cotacao.recusada" | "link.aberto" | "pedido_producao.criado" | "pedido_producao.situacao_mudou" | "pedido_producao.concluido" | "estoque.baixo" | "estoque.movimentado" | "produto.criado" | "produto.atualizado" | "catalogo.atualizado_em_massa" | "webhook.teste";
+          /**
+           * Format: uuid
+           * @description Só a este endpoint da conta; sem ele, a todos os que recebem cada evento.
+           */
+          endpoint_id?: string;
+          /**
+           * @description true (o padrão): só as entregas que falharam (desistidas, ou esperando nova tentativa depois de uma falha); false: todo evento do intervalo.
+           * @default true
+           */
+          somente_falhas?: boolean;
+          /**
+           * @description true: responde as mesmas contagens e não agenda nada.
+           * @default false
+           */
+          simular?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description O que foi agendado (ou seria, numa simulação); sai em instantes, dentro do limite por hora. */
+      202: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          /**
+           * @description Os limites da chave (lista RFC 9651): `"rajada";q=<n>;w=<s>`, `"minuto";q=<n>;w=60`, `"mes";q=<n>;w=2592000`.
+           * @example "rajada";q=10;w=5, "minuto";q=60;w=60, "mes";q=150000;w=2592000
+           */
+          "RateLimit-Policy": string;
+          /**
+           * @description O limite mais perto de se esgotar: `"<nome>";r=<restante>;t=<segundos até ele se recompor por inteiro>`.
+           * @example "rajada";r=9;t=1
+           */
+          RateLimit: string;
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/json": {
+            /** @description true quando nada foi agendado (simular). */
+            simulacao: boolean;
+            /** @description Eventos com ao menos uma entrega agendada (ou que teriam, numa simulação). */
+            eventos: number;
+            /** @description Entregas agendadas: cada uma sai com o webhook-id original. */
+            entregas: number;
+            /** @description As entregas agendadas a cada endpoint (uma por evento). */
+            por_endpoint: {
+                /** Format: uuid */
+                endpoint_id: string;
+                entregas: number;
+              }[];
+            /** @description null quando o intervalo foi todo tratado. Senão, a chamada parou em 1000 eventos (os mais antigos): repita-a com este valor em desde (e outra Idempotency-Key) para continuar. */
+            proximo_desde: string | null;
+            /** @description Acima do limite, as entregas esperam a hora seguinte; nenhuma se perde. */
+            entregas_por_hora: {
+              /** @description Entregas de webhook por hora do plano, somando todos os endpoints da conta. */
+              limite: number;
+              /** @description Entregas feitas nesta hora (UTC) quando a recuperação foi pedida. */
+              usadas: number;
+            };
+          };
+        };
+      };
+      /** @description dados_invalidos: Dados inválidos */
+      400: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & {
+            /** @constant */
+            status?: 400;
+            /** @enum {unknown} */
+            codigo?: "dados_invalidos";
+          };
+        };
+      };
+      /** @description nao_autenticado: Não autenticado */
+      401: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & {
+            /** @constant */
+            status?: 401;
+            /** @enum {unknown} */
+            codigo?: "nao_autenticado";
+          };
+        };
+      };
+      /** @description escopo_insuficiente: Escopo insuficiente */
+      403: {
+        headers: {
+          /** @description O requisicao_id desta requisição (também em todo corpo de erro e no log do serviço). */
+          "X-Request-Id": string;
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          RateLimit: components["headers"]["RateLimit"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problema"] & {
+            /** @constant */
+            status?: 403;
+            /** @enum {unknown} */
+            codigo?: "escopo_insuficiente";
           };
         };
       };

@@ -1,9 +1,10 @@
 // Webhook endpoints and deliveries, as the application's screen manages them: add, disable and
 // re-enable endpoints, rotate a secret, send webhook.teste, list deliveries, attempts and failures,
-// and replay one event or every failed delivery since a time.
+// replay one event or every failed delivery since a time, and throttle an endpoint.
 import { z } from 'zod';
 import { listDeliveries, listFailedDeliveries, listAttempts, notifyDeliveriesDue, redeliverFailures } from '../../shared/db/delivery-ops.ts';
 import { eventExists, replayEvent } from '../../shared/db/outbox.ts';
+import { setThrottle } from '../../shared/db/throttle.ts';
 import {
   criarEndpoint,
   desativarEndpoints,
@@ -83,6 +84,16 @@ export const webhookCommands = [
       const endpoint = await rotacionarSegredo(pool, o.conta, o.endpoint);
       if (!endpoint) throw new UsageError(`no endpoint ${o.endpoint} in account ${o.conta}`);
       out(endpoint);
+    },
+  }),
+  defineCommand({
+    name: 'webhooks throttle',
+    summary: 'At most --por-segundo deliveries a second to an endpoint, whatever the workers (off: no limit, the default).',
+    options: z.object({ ...endpointRef, porSegundo: z.union([z.literal('off'), z.coerce.number().int().min(1).max(1000)]) }),
+    run: async (o, { pool, out }) => {
+      const throttle = await setThrottle(pool, o.conta, o.endpoint, o.porSegundo === 'off' ? null : o.porSegundo);
+      if (!throttle) throw new UsageError(`no endpoint ${o.endpoint} in account ${o.conta}`);
+      out(throttle);
     },
   }),
   defineCommand({

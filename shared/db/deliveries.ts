@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { NO_OUTCOMES, recordCtes, recordedIds, type Lease, type Outcomes } from './outcomes.ts';
 import { sql, type Db } from './pool.ts';
+import { pacedBound, paceCtes, withoutTimes } from './throttle.ts';
 
 type Fragment = ReturnType<typeof sql.fragment>;
 
@@ -124,6 +125,8 @@ export const TakenDelivery = z.object({
   segredo: z.string(),
   segredo_anterior: z.string().nullable(),
   falhando_desde: z.string().nullable(),
+  /** When it may go out: its endpoint's throttle gave it this time (shared/db/throttle.ts); null, at once. */
+  send_at: z.string().nullable(),
 });
 export type TakenDelivery = z.infer<typeof TakenDelivery>;
 
@@ -134,7 +137,9 @@ export type TakenDelivery = z.infer<typeof TakenDelivery>;
  * hourly cap reserved for their accounts (reserveFor), each one is either taken (a
  * new lease token, next_attempt_at at the lease's end, one more attempt recorded as started in
  * delivery_attempts without an outcome), held until the next hour (over the cap: no attempt), or closed (its endpoint
- * was disabled). Returns the deliveries taken, with their event and endpoint: all a request needs.
+ * was disabled). A delivery of a throttled endpoint is taken only within the times its throttle
+ * has free, and gets one (send_at; shared/db/throttle.ts), its lease running from it. Returns the
+ * deliveries taken, with their event and endpoint: all a request needs.
  * The same statement writes `outcomes`, the worker's finished attempts (shared/db/outcomes.ts).
  */
 export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes = NO_OUTCOMES): Promise<readonly TakenDelivery[]> {
@@ -143,7 +148,10 @@ export async function takeDeliveries(db: Db, t: TakeLimits, outcomes: Outcomes =
     ${TAKE_ANSWER}`);
 }
 
-/** due and bounded: the due deliveries nobody holds, in order, within the worker's bounds per endpoint and in all. */
+/**
+ * due and bounded: the due deliveries nobody holds, in order, within the worker's bounds per endpoint
+ * and in all, and a throttled endpoint's within the times it has free.
+ */
 function boundedDue(t: TakeLimits, outcomes: Outcomes): Fragment {
   const full = [...t.endpoints].filter(([, n]) => n <= 0).map(([id]) => id);
   return sql.fragment`
@@ -153,12 +161,13 @@ function boundedDue(t: TakeLimits, outcomes: Outcomes): Fragment {
        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
          AND NOT (d.endpoint_id = ANY (${sql.array(full, 'uuid')}::uuid[]))
          AND NOT (d.id = ANY (${recordedIds(outcomes)}::uuid[]))
+         AND NOT ${withoutTimes('d')}
        ORDER BY d.next_attempt_at
        LIMIT ${t.scan}
     ), bounded AS MATERIALIZED (
       SELECT b.conta_id, b.id FROM (
         SELECT due.*, row_number() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt_at, due.id) AS nth,
-               ${placesLeft(t, sql.fragment`due.endpoint_id`)} AS bound
+               ${pacedBound('due', placesLeft(t, sql.fragment`due.endpoint_id`))} AS bound
           FROM due) b
        WHERE b.nth <= b.bound
        ORDER BY b.next_attempt_at, b.id
@@ -192,13 +201,16 @@ const DECIDED_TAKE = sql.fragment`
         FROM chosen c
     )`;
 
-/** updated and logged: the deliveries as decided, a taken one leased with its attempt recorded as started. */
+/**
+ * The times of the throttled endpoints' deliveries (shared/db/throttle.ts), then updated and logged: the
+ * deliveries as decided, a taken one leased (from its time, when it has one) with its attempt recorded as started.
+ */
 function appliedTake(t: TakeLimits): Fragment {
   return sql.fragment`
-    updated AS (
+    ${paceCtes('decided')}, updated AS (
       UPDATE deliveries d SET
         lease_id = CASE WHEN x.kind = 'taken' THEN gen_random_uuid() END,
-        next_attempt_at = CASE x.kind WHEN 'taken' THEN now() + make_interval(secs => ${t.leaseMs / 1000})
+        next_attempt_at = CASE x.kind WHEN 'taken' THEN coalesce(s.send_at, now()) + make_interval(secs => ${t.leaseMs / 1000})
                                       WHEN 'held' THEN date_trunc('hour', now(), 'UTC') + interval '1 hour'
                                       ELSE d.next_attempt_at END,
         attempts = d.attempts + (x.kind = 'taken')::int,
@@ -207,9 +219,9 @@ function appliedTake(t: TakeLimits): Fragment {
         status = CASE WHEN x.kind = 'closed' THEN 'failed' ELSE d.status END,
         completed_at = CASE WHEN x.kind = 'closed' THEN now() END,
         last_error = CASE WHEN x.kind = 'closed' THEN 'endpoint desativado' ELSE d.last_error END
-        FROM decided x
+        FROM decided x LEFT JOIN slots s ON s.conta_id = x.conta_id AND s.id = x.id
        WHERE d.conta_id = x.conta_id AND d.id = x.id
-      RETURNING d.conta_id, d.id, d.lease_id, d.attempts, d.run_attempts, x.endpoint_id, x.event_id
+      RETURNING d.conta_id, d.id, d.lease_id, d.attempts, d.run_attempts, x.endpoint_id, x.event_id, s.send_at
     ), logged AS (
       INSERT INTO delivery_attempts (conta_id, delivery_id, attempt, started_at)
       SELECT conta_id, id, attempts, clock_timestamp() FROM updated WHERE lease_id IS NOT NULL
@@ -221,7 +233,7 @@ const TAKE_ANSWER = sql.fragment`
     SELECT u.conta_id, u.id, u.lease_id, u.attempts AS attempt, u.run_attempts, u.endpoint_id,
            o.id AS event_id, o.tipo, o.dados, o.criado_em,
            e.url, e.segredo, CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END AS segredo_anterior,
-           e.falhando_desde
+           e.falhando_desde, u.send_at
       FROM updated u
       JOIN outbox o ON o.conta_id = u.conta_id AND o.id = u.event_id
       JOIN webhook_endpoints e ON e.conta_id = u.conta_id AND e.id = u.endpoint_id

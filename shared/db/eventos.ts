@@ -22,7 +22,8 @@ export const EventoRow = z.object({
 export type EventoRow = z.infer<typeof EventoRow>;
 
 const colunas = sql.fragment`o.id, o.tipo, o.criado_em, o.conta_id, o.dados`;
-const visiveis = (leitor: Leitor) => sql.fragment`
+/** The events of `o` the reader may see (relayed, of a type they receive); POST /eventos/recuperar's too. */
+export const visiveis = (leitor: Leitor) => sql.fragment`
   o.conta_id = ${leitor.contaId} AND o.relayed_at IS NOT NULL AND o.tipo IN ${tiposQueRecebe(leitor.contaId, leitor.usuarioId)}`;
 
 /** One event the reader may see, or null (another account's, not relayed yet, purged, or of a type not theirs). */

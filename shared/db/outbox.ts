@@ -7,6 +7,7 @@ import { TIPOS_DE_EVENTO } from '../domain/eventos.ts';
 import { restoreEvent } from './archive.ts';
 import { CHANNEL_DUE, granted, placesLeft, reserveFor, TakenDelivery, type TakeLimits } from './deliveries.ts';
 import { NO_OUTCOMES, recordCtes, type Outcomes } from './outcomes.ts';
+import { throttled } from './throttle.ts';
 import { sql, type Db } from './pool.ts';
 
 // Only one relay runs at a time across all workers: events of an account are relayed in the order
@@ -43,7 +44,7 @@ export function tiposQueRecebe(contaId: string, usuarioId: string): Fragment {
  * endpoint of the account that is active, subscribed to the type (webhook.teste: only its own) and
  * whose creator receives the type (recebe); `endpoint`, when given, narrows them.
  */
-function destinos(source: Fragment, endpoint: Fragment = sql.fragment`true`, more: Fragment = sql.fragment``) {
+export function destinos(source: Fragment, endpoint: Fragment = sql.fragment`true`, more: Fragment = sql.fragment``) {
   return sql.fragment`
     SELECT ev.conta_id, ev.id AS event_id, e.id AS endpoint_id, ev.seq ${more}
       FROM ${source} ev
@@ -66,7 +67,7 @@ function fanOut(source: Fragment, onConflict: Fragment, endpoint?: Fragment) {
       FROM (${destinos(source, endpoint)}) x
      ORDER BY x.seq, x.endpoint_id
     ON CONFLICT (conta_id, event_id, endpoint_id) ${onConflict}
-    RETURNING conta_id, id, endpoint_id`;
+    RETURNING conta_id, id, event_id, endpoint_id`;
 }
 
 /** One event of the account, archived or not (sql/code/archive.sql), as a source of destinos and fanOut. */
@@ -80,6 +81,7 @@ const asTimestamp = (value: string) => new Date(value).toISOString();
 const TakenFromRelay = TakenDelivery.extend({
   criado_em: z.string().transform(asTimestamp),
   falhando_desde: z.string().transform(asTimestamp).nullable(),
+  send_at: z.null(),
 });
 
 const oneEndpoint = (endpointId: string | undefined) => (endpointId === undefined ? undefined : sql.fragment`e.id = ${endpointId}`);
@@ -150,9 +152,11 @@ function relayed(limit: number): Fragment {
 function decided(bounds: RelayBounds): Fragment {
   return sql.fragment`
     dest AS MATERIALIZED (
-      -- Who receives each event, numbered per endpoint against the worker's bounds.
+      -- Who receives each event, numbered per endpoint against the worker's bounds; a throttled
+      -- endpoint's are left due, for a take to give them their times (shared/db/throttle.ts).
       SELECT x.*, row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.seq) AS nth,
-             ${placesLeft(bounds, sql.fragment`x.endpoint_id`)} AS bound
+             CASE WHEN ${throttled(sql.fragment`x.conta_id`, sql.fragment`x.endpoint_id`)} THEN 0
+                  ELSE ${placesLeft(bounds, sql.fragment`x.endpoint_id`)} END AS bound
         FROM (${destinos(sql.fragment`marked`, undefined, sql.fragment`, ev.tipo, ev.dados, ev.criado_em`)}) x
     ), ranked AS MATERIALIZED (
       -- Those within their endpoint's bound, in seq order, are wanted for this worker up to its limit.
@@ -200,7 +204,7 @@ const RELAY_ANSWER = sql.fragment`
               'endpoint_id', x.endpoint_id, 'event_id', x.event_id, 'tipo', x.tipo, 'dados', x.dados, 'criado_em', x.criado_em,
               'url', e.url, 'segredo', e.segredo,
               'segredo_anterior', CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END,
-              'falhando_desde', e.falhando_desde) ORDER BY x.seq, x.endpoint_id)
+              'falhando_desde', e.falhando_desde, 'send_at', NULL) ORDER BY x.seq, x.endpoint_id)
               FROM decided x
               JOIN webhook_endpoints e ON e.conta_id = x.conta_id AND e.id = x.endpoint_id
              WHERE x.taken AND (SELECT by_id FROM leases) ? x.id::text), '[]'::json) AS taken,
@@ -208,7 +212,19 @@ const RELAY_ANSWER = sql.fragment`
            (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_DUE}, '') WHERE EXISTS (SELECT FROM created WHERE lease_id IS NULL)) n) AS notified`;
 
 /** A delivery a replay made due. */
-export const Replayed = z.object({ id: z.string(), endpoint_id: z.string() });
+export const Replayed = z.object({ id: z.string(), event_id: z.string(), endpoint_id: z.string() });
+
+/**
+ * A delivery a worker holds now (`d` names a row of deliveries): it is on its way, and a replay
+ * leaves it going as it is.
+ */
+export const saindo = (d: string) =>
+  sql.fragment`(${sql.identifier([d, 'status'])} = 'pending' AND ${sql.identifier([d, 'lease_id'])} IS NOT NULL)`;
+
+/** What a replay does to a delivery that exists: due now, with a fresh retry schedule, unless saindo. */
+const DUE_AGAIN = sql.fragment`
+  DO UPDATE SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
+   WHERE NOT ${saindo('deliveries')}`;
 
 /**
  * Replays one event (the operator's `webhooks replay`, and POST /eventos/{id}/reenviar): each
@@ -225,15 +241,21 @@ export async function replayEvent(
   eventId: string,
   options: { endpointId?: string } = {},
 ): Promise<readonly z.infer<typeof Replayed>[]> {
-  const due = sql.fragment`
-    DO UPDATE SET status = 'pending', completed_at = NULL, run_attempts = 0, next_attempt_at = now(), last_error = NULL
-     WHERE NOT (deliveries.status = 'pending' AND deliveries.lease_id IS NOT NULL)`;
   return tx.transaction(async (t) => {
     await restoreEvent(t, contaId, eventId);
-    return t.any(sql.type(Replayed)`
-      WITH made AS (${fanOut(oneEvent(contaId, eventId), due, oneEndpoint(options.endpointId))})
-      SELECT id, endpoint_id FROM made ORDER BY endpoint_id`);
+    return replayEvents(t, oneEvent(contaId, eventId), oneEndpoint(options.endpointId));
   });
+}
+
+/**
+ * replayEvent's rule for every event `source` lists (conta_id, id, tipo, endpoint_id, seq), already
+ * in the working tables, to its destinos narrowed by `endpoint` (over `ev` and `e`): POST
+ * /eventos/recuperar (shared/db/recuperacao.ts). The deliveries made due.
+ */
+export async function replayEvents(tx: Db, source: Fragment, endpoint?: Fragment): Promise<readonly z.infer<typeof Replayed>[]> {
+  return tx.any(sql.type(Replayed)`
+    WITH made AS (${fanOut(source, DUE_AGAIN, endpoint)})
+    SELECT id, event_id, endpoint_id FROM made ORDER BY endpoint_id, event_id`);
 }
 
 export async function eventExists(db: Db, contaId: string, eventId: string): Promise<boolean> {

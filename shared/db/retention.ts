@@ -28,6 +28,11 @@ const PURGES = {
     table: 'idempotency_keys', key: ['conta_id', 'chave_id', 'key'], batch: 5_000,
     due: sql.fragment`expires_at <= now()`,
   },
+  // What POST /eventos/recuperar answered, read again only by a repetition of its key.
+  recuperacoes: {
+    table: 'recuperacoes', key: ['conta_id', 'id'], batch: 5_000,
+    due: sql.fragment`criado_em < now() - make_interval(hours => ${RETENTION.idempotencyHours})`,
+  },
   request_log: {
     table: 'request_log', key: ['requisicao_id'], batch: 5_000,
     due: sql.fragment`created_at < now() - make_interval(days => ${RETENTION.requestLogDays})`,

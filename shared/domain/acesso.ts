@@ -37,7 +37,7 @@ export const DESCRICAO_ESCOPO: Record<Escopo, string> = {
   'pedidos:escrever': 'Criar pedidos de produção.',
   'eventos:ler': 'Ler o registro de eventos da conta e o histórico de entregas de cada evento; só os eventos cujo tipo '
     + 'quem criou a chave tem permissão de receber.',
-  'eventos:reenviar': 'Reenviar um evento aos endpoints de webhook da conta.',
+  'eventos:reenviar': 'Reenviar eventos aos endpoints de webhook da conta: um evento, ou os de um intervalo de tempo.',
 };
 
 /** Cost-related data (valor_centavos of orders, custo_* fields) is shown only with this permission. */

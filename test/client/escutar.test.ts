@@ -16,7 +16,7 @@ import { semLimites } from '../helpers/catalogo.ts';
 import { clienteDeTeste } from '../helpers/cliente.ts';
 import { rodarCli, type Comando } from '../helpers/escutar.ts';
 import { createAccount, type TestAccount } from '../helpers/fixtures.ts';
-import { addEndpoint, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { addEndpoint, eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { lerUso, settled } from '../helpers/uso.ts';
 
 const test = suite('escutar: the event log forwarded to a local receiver');
@@ -66,10 +66,11 @@ test('prints its secret, and forwards each new event signed with it, as the work
   receiver.setSecrets('/local', segredo);
   await primeira.linha(/Eventos criados a partir de/);
   const cotacoes = [await novaCotacao('Ana'), await novaCotacao('Bruno')];
+  // An event enters the log when the worker relays it, a moment after the quotation is made.
   const ids = await Promise.all(cotacoes.map(async (c) => {
-    const [evento] = (await cliente.GET('/eventos', { params: { query: { tipo: 'cotacao.criada', limite: 100 } } })).dados
-      .filter((e) => e.dados.id === c.id);
-    return evento?.id ?? '';
+    const doLog = () => cliente.GET('/eventos', { params: { query: { tipo: 'cotacao.criada', limite: 100 } } })
+      .then((pagina) => pagina.dados.find((e) => e.dados.id === c.id)?.id ?? '');
+    return eventually(doLog, (id) => id !== '');
   }));
   const recebidos = await receiver.waitFor(2, (r) => r.path === '/local');
   assert.equal(recebidos.map((r) => r.id), ids, 'in the order they happened');

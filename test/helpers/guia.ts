@@ -42,6 +42,7 @@ export const TRECHOS: Record<string, 'guia-trechos' | 'guia-webhooks' | 'guia-cl
   'eventos-recentes': 'guia-webhooks',
   'tentativas': 'guia-webhooks',
   'reenviar': 'guia-webhooks',
+  'recuperar': 'guia-webhooks',
   'receber-webhook': 'guia-cliente',
   'escutar': 'guia-cliente',
 };

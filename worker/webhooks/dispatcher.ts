@@ -13,6 +13,7 @@ import { attemptDelivery } from './attempt.ts';
 import type { WebhookHttp } from './http.ts';
 import { Holdings, holdLimits, type Held } from './holdings.ts';
 import { LEASE_MS, RENEW_EVERY_MS, SEND_MARGIN_MS } from './lease.ts';
+import { lateForItsTime, untilItsTime } from './pace.ts';
 import type { Recorder } from './recorder.ts';
 import { Signal } from './signal.ts';
 import type { Statistics } from './statistics.ts';
@@ -166,13 +167,14 @@ class DeliveryDispatcher implements Dispatcher {
   }
 
   /**
-   * Sends a held delivery within the limits of requests in flight, then records its outcome: the
-   * limits bound requests, so the next request to the endpoint goes out while this one's outcome is
-   * being written (the delivery stays held, under its lease, until it is).
+   * Sends a held delivery, at its time when its endpoint is throttled (pace.ts), within the limits of
+   * requests in flight, then records its outcome: the limits bound requests, so the next request to
+   * the endpoint goes out while this one's outcome is being written (the delivery stays held, under
+   * its lease, until it is).
    */
   #dispatch(h: Held): Promise<void> {
     const limit = this.#endpointLimit(h.row.endpoint_id);
-    return limit(() => this.#inFlight(() => this.#send(h)))
+    return untilItsTime(h.row).then(() => limit(() => this.#inFlight(() => this.#send(h))))
       .then((result) => {
         if (!result) return undefined;
         this.#holdings.finish(h);
@@ -192,7 +194,7 @@ class DeliveryDispatcher implements Dispatcher {
   async #send(h: Held): Promise<DeliveryResult | null> {
     const fresh = performance.now() - h.confirmedAt < LEASE_MS - SEND_MARGIN_MS;
     if (h.lost) return null;
-    if (this.#stopped || !fresh) {
+    if (this.#stopped || !fresh || lateForItsTime(h.row)) {
       await this.#giveBack(leaseOf(h.row));
       return null;
     }
