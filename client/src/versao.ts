@@ -1,2 +1,2 @@
 // The package's version, sent in the User-Agent (a test checks it against package.json).
-export const VERSAO = '0.1.0';
+export const VERSAO = '0.2.0';

@@ -60,7 +60,7 @@ test.after(async () => {
 test('package.json: a publishable package, its version in semver, the changelog and the code', () => {
   assert.is(pkg.name, '@printfarm/api');
   assert.match(pkg.version, /^\d+\.\d+\.\d+$/);
-  assert.equal([pkg.version, VERSAO, pacote.versao], ['0.1.0', '0.1.0', '0.1.0']);
+  assert.equal([pkg.version, VERSAO, pacote.versao], ['0.2.0', '0.2.0', '0.2.0']);
   assert.equal(pkg.exports['.'], { types: './dist/index.d.ts', default: './dist/index.js' });
   assert.equal([pkg.types, pkg.type, pkg.license, pkg.engines.node, pkg.bin.printfarm], ['./dist/index.d.ts', 'module', 'MIT', '>=20', 'dist/cli.js']);
   assert.equal(Object.keys(pkg.dependencies), ['openapi-fetch']);
