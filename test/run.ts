@@ -1,8 +1,8 @@
 // npm test: the uvu suites against a real PostgreSQL. DATABASE_URL points at a server to use;
 // without it an embedded PostgreSQL runs in .data/test-postgres. The schema is migrated once into
 // a template database and every suite clones its own from it. Suites run as separate processes,
-// TEST_CONCURRENCY at a time, the longest first (by their times in the last run, kept in
-// .data/test-times.json), so that no long suite starts last; a failed suite's databases are kept for
+// TEST_CONCURRENCY at a time, the longest first (by their times in the last run), so that no long
+// suite starts last; a failed suite's databases are kept for
 // inspection and their names printed. The run ends with its wall time and its five slowest suites.
 // A suite that cannot run on this machine says so in one line, `SKIPPED: <what is missing>; <how to
 // install it>` (test/helpers/skip.ts), and is reported as skipped; the closing line is
@@ -143,17 +143,17 @@ async function testFiles(only: string[]): Promise<string[]> {
 }
 
 // The suites' times in the last run, by file relative to the project: a local record (in .data/, not
-// in the repository), so a new or renamed suite merely has no time yet and starts among the first.
-// TEST_TIMES_FILE names another (test/runner.test.ts keeps the fixtures' times apart).
+// in the repository), over a snapshot in test/suite-times.json for a clean clone (refresh it from the
+// record after adding a slow suite). A new or renamed suite has no time yet and starts among the first.
+// TEST_TIMES_FILE names another record (test/runner.test.ts keeps the fixtures' times apart).
 const timesFile = path.resolve(projectRoot, process.env.TEST_TIMES_FILE ?? '.data/test-times.json');
+const timesSnapshot = path.join(projectRoot, 'test', 'suite-times.json');
 type Times = Record<string, number>;
 
 async function lastTimes(): Promise<Times> {
-  try {
-    return JSON.parse(await readFile(timesFile, 'utf8')) as Times;
-  } catch {
-    return {};
-  }
+  const read = (file: string) => readFile(file, 'utf8').then((text) => JSON.parse(text) as Times, () => ({}));
+  const snapshot = process.env.TEST_TIMES_FILE ? {} : await read(timesSnapshot);
+  return { ...snapshot, ...(await read(timesFile)) };
 }
 
 async function keepTimes(times: Times, results: Result[]): Promise<void> {
