@@ -16,7 +16,7 @@ import { semLimites } from '../helpers/catalogo.ts';
 import { clienteDeTeste } from '../helpers/cliente.ts';
 import { rodarCli, type Comando } from '../helpers/escutar.ts';
 import { createAccount, type TestAccount } from '../helpers/fixtures.ts';
-import { addEndpoint, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { addEndpoint, eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { lerUso, settled } from '../helpers/uso.ts';
 
 const test = suite('escutar: the event log forwarded to a local receiver');
@@ -66,11 +66,12 @@ test('prints its secret, and forwards each new event signed with it, as the work
   receiver.setSecrets('/local', segredo);
   await primeira.linha(/Eventos criados a partir de/);
   const cotacoes = [await novaCotacao('Ana'), await novaCotacao('Bruno')];
-  const ids = await Promise.all(cotacoes.map(async (c) => {
+  // The event log lists an event once the relay has passed (a moment later on a loaded machine).
+  const ids = await eventually(() => Promise.all(cotacoes.map(async (c) => {
     const [evento] = (await cliente.GET('/eventos', { params: { query: { tipo: 'cotacao.criada', limite: 100 } } })).dados
       .filter((e) => e.dados.id === c.id);
     return evento?.id ?? '';
-  }));
+  })), (found) => found.every(Boolean));
   const recebidos = await receiver.waitFor(2, (r) => r.path === '/local');
   assert.equal(recebidos.map((r) => r.id), ids, 'in the order they happened');
   assert.equal(receiver.unverified(), []);
