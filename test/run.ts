@@ -21,7 +21,9 @@ import { release } from '../shared/db/release.ts';
 const RUN_ID = (process.env.TEST_RUN_ID ?? 'main').replace(/[^a-z0-9]/gi, '').toLowerCase() || 'main';
 const PREFIX = `pft_${RUN_ID}_`;
 const TEMPLATE = `${PREFIX}template`;
-const concurrency = Number(process.env.TEST_CONCURRENCY ?? 2);
+// Three at a time on two cores: many suites spend much of their time waiting (on PostgreSQL, a child
+// process, a timer); more than three took no less time (docs/decisions/0045-a-fast-test-loop.md).
+const concurrency = Number(process.env.TEST_CONCURRENCY ?? 3);
 // A suite that hangs (a handle left open after a failure keeps its process alive) is killed, with
 // everything it started, and counted as failed: one stuck suite must not eat CI's whole budget.
 const suiteTimeoutMs = Number(process.env.TEST_SUITE_TIMEOUT_MS ?? 240_000);
