@@ -6,7 +6,7 @@ import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
-import { runOps } from './helpers/ops.ts';
+import { runOps, spawnOps, type OpsResult } from './helpers/ops.ts';
 
 const test = suite('operator CLI: catalog and stock');
 let app: TestApp;
@@ -23,7 +23,15 @@ test.after(async () => app.stop());
 const ops = (...args: string[]) => runOps(app.db.url, args);
 
 async function ok(...args: string[]): Promise<any> {
-  const result = await ops(...args);
+  return succeeded(args, await ops(...args));
+}
+
+/** The smoke test of the real process: one command of each family (catalog, stock) runs as an operator runs it. */
+async function okSpawned(...args: string[]): Promise<any> {
+  return succeeded(args, await spawnOps(app.db.url, args));
+}
+
+function succeeded(args: string[], result: OpsResult): any {
   assert.is(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
   return result.json;
 }
@@ -32,7 +40,7 @@ const get = (path: string) => request(`${app.baseUrl}${path}`, { token: conta.to
 
 test('creates and edits channels, a product, variations, parts and price tiers; the API shows them', async () => {
   const c = conta.contaId;
-  ids.canal = (await ok('canais', 'create', '--conta', c, '--nome', 'Marketplace X', '--tipo', 'marketplace', '--taxa-percentual-bps', '1600')).id;
+  ids.canal = (await okSpawned('canais', 'create', '--conta', c, '--nome', 'Marketplace X', '--tipo', 'marketplace', '--taxa-percentual-bps', '1600')).id;
   const canal = await ok('canais', 'set', '--conta', c, '--canal', ids.canal, '--nome', 'Marketplace Y', '--ativo', 'false');
   assert.equal([canal.nome, canal.ativo, canal.taxa_percentual_bps], ['Marketplace Y', false, 1600]);
   ids.produto = (await ok('produtos', 'create', '--conta', c, '--sku', 'CHAV-DRAG', '--nome', 'Chaveiro dragão')).id;
@@ -101,7 +109,7 @@ test('supplies: create, set the minimum, buy, correct, and consume below the min
 
 test('stock: moves finished parts in the own or a consignment location; refusals exit 1 and move nothing', async () => {
   const c = conta.contaId;
-  const entrada = await ok('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'entrada', '--quantidade', '20', '--motivo', 'outro');
+  const entrada = await okSpawned('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'entrada', '--quantidade', '20', '--motivo', 'outro');
   assert.equal([entrada.saldo_antes, entrada.saldo_depois], [0, 20]);
   const fora = await ops('estoque', 'move', '--conta', c, '--variacao', ids.variacao, '--tipo', 'saida', '--quantidade', '5', '--motivo', 'venda_loja');
   assert.is(fora.code, 1);

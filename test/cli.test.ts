@@ -2,7 +2,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { request } from './helpers/http.ts';
-import { runOps } from './helpers/ops.ts';
+import { runOps, spawnOps } from './helpers/ops.ts';
 
 const test = suite('operator CLI');
 let app: TestApp;
@@ -13,6 +13,8 @@ test.before(async () => {
 test.after(async () => app.stop());
 
 const ops = (...args: string[]) => runOps(app.db.url, args);
+// The smoke tests of the real process: one command of each family runs as an operator runs it.
+const spawned = (...args: string[]) => spawnOps(app.db.url, args);
 
 test('creates an account, a user and a key whose token works once shown', async () => {
   const conta = await ops('contas', 'create', '--nome', 'Farm do CLI', '--plano', 'bancada');
@@ -21,7 +23,7 @@ test('creates an account, a user and a key whose token works once shown', async 
   const usuario = await ops('usuarios', 'add', '--conta', conta.json.id, '--nome', 'Op', '--email', 'op@cli.invalid', '--permissoes', 'producao.ver,cotacoes.ver');
   assert.is(usuario.code, 0, usuario.stderr);
   assert.equal(usuario.json.permissoes, ['producao.ver', 'cotacoes.ver']);
-  const chave = await ops('chaves', 'create', '--conta', conta.json.id, '--usuario', usuario.json.id, '--nome', 'integração', '--escopos', 'pedidos:ler');
+  const chave = await spawned('chaves', 'create', '--conta', conta.json.id, '--usuario', usuario.json.id, '--nome', 'integração', '--escopos', 'pedidos:ler');
   assert.is(chave.code, 0, chave.stderr);
   assert.match(chave.json.token, /^chv_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{43}$/);
   assert.is(chave.json.prefixo, chave.json.token.slice(4, 12));
@@ -56,13 +58,13 @@ test('rejects bad options naming them, and unknown commands', async () => {
   assert.is(bad.code, 64);
   assert.match(bad.stderr, '--conta');
   assert.match(bad.stderr, '--permissoes');
-  const unknown = await ops('naves', 'launch');
+  const unknown = await spawned('naves', 'launch');
   assert.is(unknown.code, 64);
   assert.match(unknown.stderr, 'unknown command');
 });
 
 test('loads the demo data once and prints a working key each time', async () => {
-  const first = await ops('demo', 'load');
+  const first = await spawned('demo', 'load');
   assert.is(first.code, 0, first.stderr);
   assert.is(first.json.loaded, true);
   const second = await ops('demo', 'load');

@@ -1,5 +1,6 @@
-// The application's side through the operator CLI, as a real process: the screen (tela), the
-// customer's link (link) and the expiry routine (rotina), each change with its events.
+// The application's side through the operator CLI (called in-process, one command of each family
+// as a real process): the screen (tela), the customer's link (link) and the expiry routine (rotina),
+// each change with its events.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from '../shared/db/pool.ts';
@@ -8,7 +9,7 @@ import { criarCanalDeTeste, criarProdutoCompleto } from './helpers/catalogo.ts';
 import { eventosDe } from './helpers/cotacoes.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
-import { runOps } from './helpers/ops.ts';
+import { runOps, spawnOps, type OpsResult } from './helpers/ops.ts';
 
 const test = suite('quotations and production through the operator CLI');
 let app: TestApp;
@@ -23,7 +24,15 @@ test.after(async () => app.stop());
 const ops = (...args: string[]) => runOps(app.db.url, args);
 
 async function ok(...args: string[]): Promise<any> {
-  const result = await ops(...args);
+  return succeeded(args, await ops(...args));
+}
+
+/** The smoke test of the real process: one command of each family (quotations, production) runs as an operator runs it. */
+async function okSpawned(...args: string[]): Promise<any> {
+  return succeeded(args, await spawnOps(app.db.url, args));
+}
+
+function succeeded(args: string[], result: OpsResult): any {
   assert.is(result.code, 0, `${args.slice(0, 2).join(' ')}: ${result.stderr}`);
   return result.json;
 }
@@ -38,7 +47,7 @@ test('create, send, the customer opens and asks to close, revise, send again, ap
     { tipo: 'catalogo', variacao_id: produto.variacoes[0]?.id, quantidade: 2 },
     { tipo: 'avulso', nome: 'Pintura', quantidade: 1, preco_unitario_centavos: 1000 },
   ]);
-  const criada = await ok('cotacoes', 'create', '--conta', conta.contaId, '--cliente-nome', 'Cliente CLI', '--cliente-email', 'cli@cliente.invalid', '--canal', canal, '--itens', itens);
+  const criada = await okSpawned('cotacoes', 'create', '--conta', conta.contaId, '--cliente-nome', 'Cliente CLI', '--cliente-email', 'cli@cliente.invalid', '--canal', canal, '--itens', itens);
   assert.is(criada.status, 'rascunho');
   assert.is(criada.valor_total_centavos, 6000);
   const id = criada.id;
@@ -62,7 +71,7 @@ test('create, send, the customer opens and asks to close, revise, send again, ap
   assert.equal(eventos.filter((e) => e.tipo === 'cotacao.fechamento_pedido').map((e) => e.dados.cor_a_combinar), [true]);
   assert.equal(eventos.filter((e) => e.tipo === 'cotacao.enviada').map((e) => e.dados.versao), [1, 2]);
 
-  const pedido = await ok('pedidos', 'create-from-quotation', '--conta', conta.contaId, '--cotacao', id, '--prazo', '2999-01-01', '--prioridade', 'urgente');
+  const pedido = await okSpawned('pedidos', 'create-from-quotation', '--conta', conta.contaId, '--cotacao', id, '--prazo', '2999-01-01', '--prioridade', 'urgente');
   assert.equal([pedido.origem, pedido.cliente_nome, pedido.valor_centavos, pedido.itens.length], ['cotacao', 'Cliente CLI', 6000, 2]);
   const etapa = await ok('etapas', 'add', '--conta', conta.contaId, '--nome', 'Impressão');
   await ok('etapas', 'add', '--conta', conta.contaId, '--nome', 'Acabamento');

@@ -9,7 +9,7 @@ import { MINUTES, readSnapshot } from '../ops/status/snapshot.ts';
 import { renderStatus, sparkline, watchStatus } from '../ops/status/render.ts';
 import { createTestDatabase, rolledBack, type TestDatabase } from './helpers/db.ts';
 import { addKey, createAccount, type TestAccount } from './helpers/fixtures.ts';
-import { runOps } from './helpers/ops.ts';
+import { spawnOps } from './helpers/ops.ts';
 import { plantDeliveries, plantEndpoint, plantEvents, plantRequests } from './helpers/planted.ts';
 
 const test = suite('ops status');
@@ -92,13 +92,14 @@ test('--watch draws a screen per round, clearing the terminal first, and stops w
 
 test('from a real process: --json is the snapshot, and the text screen is printed as it is', async () => {
   await plantRequests(db.pool, { contaId: conta.contaId, count: 4, ago: '5 minutes', status: 201 });
-  const json = await runOps(db.url, ['status', '--json']);
+  const json = await spawnOps(db.url, ['status', '--json']);
   assert.is(json.code, 0, json.stderr);
   assert.is(json.json.requests['2xx'].reduce((a: number, b: number) => a + b, 0), 4);
-  const text = await runOps(db.url, ['status']);
+  const text = await spawnOps(db.url, ['status']);
   assert.is(text.code, 0, text.stderr);
   assert.is(text.json, null);
-  const usage = await runOps(db.url, ['status', '--intervalo', '0']);
+  assert.match(text.stdout, /Requisições por minuto[^\n]*\n\s+2xx\s+\S+\s+total 4 /);
+  const usage = await spawnOps(db.url, ['status', '--intervalo', '0']);
   assert.is(usage.code, 64);
 });
 

@@ -1,13 +1,11 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { projectRoot } from '../shared/config.ts';
 import { sql } from '../shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
+import { runOps, spawnOps, type OpsResult } from './helpers/ops.ts';
 import { emit, eventually, makeDue, startReceiver, type Receiver } from './helpers/receiver.ts';
 
 const test = suite('webhooks: operator CLI and views');
@@ -26,25 +24,18 @@ test.after(async () => {
   await receiver.close();
 });
 
-const run = promisify(execFile);
-
-/** The CLI as an operator runs it; private networks allowed unless said otherwise (the receiver is on loopback). */
-async function ops(args: string[], options: { allowPrivate?: boolean } = {}): Promise<{ code: number; json: any; stderr: string }> {
-  const env = { PATH: process.env.PATH, DATABASE_URL: app.db.url, WEBHOOK_ALLOW_PRIVATE_NETWORKS: String(options.allowPrivate ?? true) };
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['ops/cli.ts', ...args], { cwd: projectRoot, env, timeout: 30_000 });
-    return { code: 0, json: JSON.parse(stdout), stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, json: null, stderr: e.stderr };
-  }
+/** The CLI as an operator runs it (in-process); private networks allowed unless said otherwise (the receiver is on loopback). */
+function ops(args: string[], options: { allowPrivate?: boolean; spawned?: boolean } = {}): Promise<OpsResult> {
+  const env = { WEBHOOK_ALLOW_PRIVATE_NETWORKS: String(options.allowPrivate ?? true) };
+  // The smoke test of the real process: one command of the family runs as a process of its own.
+  return (options.spawned ? spawnOps : runOps)(app.db.url, args, env);
 }
 
 const ref = () => ['--conta', account.contaId, '--endpoint', endpoint.id];
 
 test('adds an endpoint and prints its whsec_ secret once; lists endpoints without secrets', async () => {
   const added = await ops(['webhooks', 'add', '--conta', account.contaId, '--usuario', account.usuarioId,
-    '--url', receiver.url('/cli'), '--tipos', 'cotacao.criada,cotacao.aprovada', '--descricao', 'ERP']);
+    '--url', receiver.url('/cli'), '--tipos', 'cotacao.criada,cotacao.aprovada', '--descricao', 'ERP'], { spawned: true });
   assert.is(added.code, 0, added.stderr);
   assert.match(added.json.segredo, /^whsec_[A-Za-z0-9+/]{43}=$/);
   assert.equal(added.json.tipos, ['cotacao.criada', 'cotacao.aprovada']);

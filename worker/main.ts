@@ -108,6 +108,9 @@ async function startJobs(databaseUrl: string, loopDeps: LoopDeps): Promise<{ bos
 if (import.meta.main) {
   const config = loadConfigOrExit(process.env, { role: 'worker' });
   const log = createLogger(config.LOG_LEVEL, 'worker');
-  const worker = await startWorker(config, requireDatabaseUrl(config.DATABASE_URL, 'worker'), log);
-  stopOnSignals(log, config.SHUTDOWN_GRACE_MS, () => worker.stop());
+  // The signals are handled from the first moment: a SIGTERM while pg-boss still loads (it waits
+  // for catchUp) stops the worker gracefully once started, instead of killing it halfway.
+  const started = startWorker(config, requireDatabaseUrl(config.DATABASE_URL, 'worker'), log);
+  stopOnSignals(log, config.SHUTDOWN_GRACE_MS, async () => (await started).stop());
+  await started;
 }
