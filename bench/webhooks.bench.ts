@@ -154,7 +154,7 @@ try {
     const since = await pool.oneFirst(sql.type(z.object({ t: z.string() }))`SELECT clock_timestamp()::text AS t`);
     const oneDrain = await drain('/one', [one], ONE_BACKLOG, false);
     const postMs = await pool.oneFirst(sql.type(Ms)`
-      SELECT coalesce(avg(duration_ms), 0)::float8 AS ms FROM tentativas_de_entrega WHERE conta_id = ${one} AND started_at >= ${since}::timestamptz`);
+      SELECT coalesce(avg(duration_ms), 0)::float8 AS ms FROM all_delivery_attempts WHERE conta_id = ${one} AND started_at >= ${since}::timestamptz`);
     const oneRaw = await drainRaw(pool, oneDrain.ids, PER_ENDPOINT, RAW_CLIENT);
     if (oneRaw.output.ok !== ONE_BACKLOG) throw new Error(`raw sender: ${JSON.stringify(oneRaw.output)}`);
     log(`run ${i + 1}, one endpoint, ${ONE_BACKLOG} events: worker ${oneDrain.fromFirst}/s, raw ${oneRaw.fromFirst}/s; CPU µs/delivery ${JSON.stringify(oneDrain.cpu?.us)}`);

@@ -44,7 +44,7 @@ const cotacaoAprovada = (contaId: string) => emit(db(), contaId, 'cotacao.aprova
 const Entrega = z.object({ event_id: z.string(), endpoint_id: z.string(), status: z.string(), attempts: z.number(), lease_id: z.string().nullable(), next_attempt_at: z.string() });
 /** Every delivery of the account, working and archived (the entregas view), in a stable order. */
 const entregas = (contaId: string) => db().any(sql.type(Entrega)`
-  SELECT event_id, endpoint_id, status, attempts, lease_id, next_attempt_at FROM entregas WHERE conta_id = ${contaId} ORDER BY event_id, endpoint_id`);
+  SELECT event_id, endpoint_id, status, attempts, lease_id, next_attempt_at FROM all_deliveries WHERE conta_id = ${contaId} ORDER BY event_id, endpoint_id`);
 
 /** Waits until no delivery of the account is under a lease and every one was attempted. */
 const assentadas = (contaId: string, n: number) =>

@@ -186,8 +186,8 @@ test('events are kept 30 days after their relay and their last delivery\'s end, 
   const left = await db.pool.anyFirst(sql.type(z.object({ id: z.string() }))`SELECT id FROM eventos ORDER BY id`);
   const name = new Map(Object.entries({ due, withoutDeliveries, young, retrying, neverRelayed, replayed }).map(([k, [id]]) => [id, k]));
   assert.equal(left.map((id) => name.get(id)).sort(), ['neverRelayed', 'replayed', 'retrying', 'young']);
-  assert.is(await count(db.pool, sql.fragment`entregas WHERE event_id = ${due[0] ?? ''}`), 0, 'its deliveries went with it');
-  assert.is(await count(db.pool, sql.fragment`tentativas_de_entrega`), 2 + 1 + 2, 'and their attempts: young, retrying and replayed keep theirs');
+  assert.is(await count(db.pool, sql.fragment`all_deliveries WHERE event_id = ${due[0] ?? ''}`), 0, 'its deliveries went with it');
+  assert.is(await count(db.pool, sql.fragment`all_delivery_attempts`), 2 + 1 + 2, 'and their attempts: young, retrying and replayed keep theirs');
   // What ended left the working tables; what goes on stays there.
   assert.equal(await db.pool.anyFirst(sql.type(z.object({ id: z.string() }))`SELECT id FROM outbox ORDER BY id`),
     [...neverRelayed, ...retrying].sort());
@@ -249,7 +249,7 @@ test('outbox: a backlog of 12,000 ended events leaves the working tables with th
   assert.is(await count(db.pool, sql.fragment`outbox`), 0);
   assert.is(await count(db.pool, sql.fragment`delivery_attempts`), 0);
   assert.is(await count(db.pool, sql.fragment`eventos`), 0, 'and expired in the archive');
-  assert.is(await count(db.pool, sql.fragment`tentativas_de_entrega`), 0);
+  assert.is(await count(db.pool, sql.fragment`all_delivery_attempts`), 0);
 });
 
 test('two workers archiving and purging at once: every row moves or goes once, by one of them, and neither fails', async () => {

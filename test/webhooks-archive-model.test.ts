@@ -1,8 +1,8 @@
 // The webhook pipeline's archive against a reference model (sql/code/archive.sql): random sequences
 // of events emitted (with deliveries to two endpoints, or none), attempts, deliveries ending,
 // archive passes and redeliveries. The model knows only what each event's deliveries are and how
-// many attempts each made; after every step the history views (eventos, entregas,
-// tentativas_de_entrega) must say exactly that, each event and delivery once, wherever the rows
+// many attempts each made; after every step the history views (eventos, all_deliveries,
+// all_delivery_attempts) must say exactly that, each event and delivery once, wherever the rows
 // live, and every attempt where its delivery is; after an archive pass nothing that has ended is left in the working tables, and nothing
 // pending ever leaves them. Each sequence runs in one transaction, rolled back. A failure prints
 // its seed, path and shrunk sequence; FUZZ_SEED, FUZZ_PATH and MODEL_RUNS replay or lengthen it.
@@ -44,8 +44,8 @@ const Row = z.object({ event: z.string(), endpoint: z.string().nullable(), statu
 async function agree(model: Model, real: Real): Promise<void> {
   const rows = await real.tx.any(sql.type(Row)`
     SELECT e.id AS event, d.endpoint_id AS endpoint, d.status, d.attempts,
-           (SELECT count(*)::int FROM tentativas_de_entrega t WHERE t.conta_id = d.conta_id AND t.delivery_id = d.id) AS logged
-      FROM eventos e LEFT JOIN entregas d ON d.conta_id = e.conta_id AND d.event_id = e.id
+           (SELECT count(*)::int FROM all_delivery_attempts t WHERE t.conta_id = d.conta_id AND t.delivery_id = d.id) AS logged
+      FROM eventos e LEFT JOIN all_deliveries d ON d.conta_id = e.conta_id AND d.event_id = e.id
      WHERE e.conta_id = ${conta.contaId}`);
   const seen = rows.map((r) => `${real.ids.indexOf(r.event)} ${r.endpoint === null ? '-' : endpoints.indexOf(r.endpoint)} ${r.status ?? '-'} ${r.attempts ?? '-'} ${r.endpoint === null ? '-' : r.logged}`).sort();
   const expected = model.events.flatMap((deliveries, i) => deliveries.size === 0 ? [`${i} - - - -`]

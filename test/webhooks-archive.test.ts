@@ -253,7 +253,7 @@ test(`the archive's days are dropped whole ${RETENTION.outboxDays} days after th
   }
   assert.is(await count(sql.fragment`eventos WHERE id = ${velho}`), 0);
   assert.is(await count(sql.fragment`eventos WHERE id = ${novo}`), 1);
-  assert.is(await count(sql.fragment`entregas WHERE event_id = ${novo}`), 1);
+  assert.is(await count(sql.fragment`all_deliveries WHERE event_id = ${novo}`), 1);
 });
 
 test('every request received carried valid signatures', () => {

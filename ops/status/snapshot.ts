@@ -44,7 +44,7 @@ export async function readSnapshot(db: Db): Promise<Snapshot> {
       SELECT ${minuteIndex('started_at')} AS minuto,
              CASE WHEN succeeded THEN 'sucesso' WHEN succeeded IS NULL THEN 'em_curso_ou_interrompida' ELSE 'falha' END AS classe,
              count(*)::int AS n
-        FROM tentativas_de_entrega WHERE ${inWindow('started_at')} GROUP BY 1, 2`),
+        FROM all_delivery_attempts WHERE ${inWindow('started_at')} GROUP BY 1, 2`),
     readEndpoints(db),
     readKeys(db),
   ]);

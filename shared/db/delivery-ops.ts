@@ -27,11 +27,11 @@ const summary = sql.fragment`
   SELECT d.id, d.conta_id, d.event_id, o.tipo, d.endpoint_id, e.url, d.status, d.attempts, d.next_attempt_at,
          d.created_at, d.completed_at, a.response_status AS last_response_status,
          coalesce(a.error, d.last_error) AS last_error
-    FROM entregas d
+    FROM all_deliveries d
     JOIN eventos o ON o.conta_id = d.conta_id AND o.id = d.event_id
     JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
     LEFT JOIN LATERAL (
-      SELECT response_status, error FROM tentativas_de_entrega
+      SELECT response_status, error FROM all_delivery_attempts
        WHERE conta_id = d.conta_id AND delivery_id = d.id ORDER BY attempt DESC LIMIT 1) a ON true`;
 
 export async function listDeliveries(
@@ -75,7 +75,7 @@ export const Attempt = z.object({
 export async function listAttempts(db: Db, contaId: string, deliveryId: string): Promise<readonly z.infer<typeof Attempt>[]> {
   return db.any(sql.type(Attempt)`
     SELECT attempt, started_at, duration_ms, succeeded, response_status, response_body, error
-      FROM tentativas_de_entrega WHERE conta_id = ${contaId} AND delivery_id = ${deliveryId} ORDER BY attempt`);
+      FROM all_delivery_attempts WHERE conta_id = ${contaId} AND delivery_id = ${deliveryId} ORDER BY attempt`);
 }
 
 /**

@@ -72,8 +72,8 @@ const EM_ANDAMENTO = 'em andamento: a requisição saiu e a resposta ainda não 
 // instant keep one order across pages.
 const idDaTentativa = sql.fragment`overlay(overlay(md5(a.delivery_id::text || ':' || a.attempt) PLACING '4' FROM 13) PLACING '8' FROM 17)::uuid`;
 const tentativasDoEvento = (contaId: string, eventoId: string) => sql.fragment`
-  FROM entregas d
-  JOIN tentativas_de_entrega a ON a.conta_id = d.conta_id AND a.delivery_id = d.id
+  FROM all_deliveries d
+  JOIN all_delivery_attempts a ON a.conta_id = d.conta_id AND a.delivery_id = d.id
   JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
  WHERE d.conta_id = ${contaId} AND d.event_id = ${eventoId}`;
 
@@ -126,7 +126,7 @@ export async function entregasAosDestinos(db: Db, contaId: string, eventoId: str
     SELECT d.id, d.endpoint_id, e.descricao AS endpoint_descricao, d.status AS situacao,
            CASE WHEN d.status = 'pending' THEN d.next_attempt_at END AS proxima_tentativa_em
       FROM (${destinosDoEvento(contaId, eventoId, endpointId)}) x
-      JOIN entregas d ON d.conta_id = x.conta_id AND d.event_id = x.event_id AND d.endpoint_id = x.endpoint_id
+      JOIN all_deliveries d ON d.conta_id = x.conta_id AND d.event_id = x.event_id AND d.endpoint_id = x.endpoint_id
       JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
      ORDER BY d.endpoint_id`);
 }

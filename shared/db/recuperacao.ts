@@ -35,7 +35,7 @@ const falhou = sql.fragment`(d.status = 'failed' OR (d.status = 'pending' AND d.
 function alvo(filtro: FiltroRecuperacao): Fragment {
   const endpoint = filtro.endpointId === undefined ? sql.fragment`true` : sql.fragment`e.id = ${filtro.endpointId}`;
   const falhas = !filtro.somenteFalhas ? sql.fragment`true` : sql.fragment`EXISTS (
-    SELECT FROM entregas d WHERE d.conta_id = ev.conta_id AND d.event_id = ev.id AND d.endpoint_id = e.id AND ${falhou})`;
+    SELECT FROM all_deliveries d WHERE d.conta_id = ev.conta_id AND d.event_id = ev.id AND d.endpoint_id = e.id AND ${falhou})`;
   return sql.fragment`${endpoint} AND ${falhas}`;
 }
 

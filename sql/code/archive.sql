@@ -160,7 +160,7 @@ SELECT a.conta_id, a.id, a.seq, a.tipo, a.dados, a.endpoint_id, a.group_key, a.a
   FROM outbox_archive a
  WHERE a.endpoint_id IS NULL OR EXISTS (SELECT FROM webhook_endpoints e WHERE e.conta_id = a.conta_id AND e.id = a.endpoint_id);
 
-CREATE VIEW entregas AS
+CREATE VIEW all_deliveries AS
 SELECT d.conta_id, d.id, d.event_id, d.endpoint_id, d.status, d.attempts, d.run_attempts, d.next_attempt_at, d.lease_id,
        d.last_attempt_at, d.last_error, d.created_at, d.completed_at
   FROM deliveries d
@@ -169,7 +169,7 @@ SELECT a.conta_id, a.id, a.event_id, a.endpoint_id, a.status, a.attempts, a.run_
        a.last_attempt_at, a.last_error, a.created_at, a.completed_at
   FROM deliveries_archive a;
 
-CREATE VIEW tentativas_de_entrega AS
+CREATE VIEW all_delivery_attempts AS
 SELECT t.conta_id, t.delivery_id, t.attempt, t.started_at, t.duration_ms, t.succeeded, t.response_status, t.response_body, t.error
   FROM delivery_attempts t
 UNION ALL

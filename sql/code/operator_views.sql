@@ -22,11 +22,11 @@ CREATE VIEW webhook_deliveries_failed AS
 SELECT d.conta_id, d.id AS delivery_id, d.event_id, o.tipo, d.endpoint_id, e.url, e.ativo AS endpoint_active,
        d.attempts, d.created_at, d.completed_at AS failed_at,
        a.response_status AS last_response_status, coalesce(a.error, d.last_error) AS last_error
-  FROM entregas d
+  FROM all_deliveries d
   JOIN eventos o ON o.conta_id = d.conta_id AND o.id = d.event_id
   JOIN webhook_endpoints e ON e.conta_id = d.conta_id AND e.id = d.endpoint_id
   LEFT JOIN LATERAL (
-    SELECT response_status, error FROM tentativas_de_entrega
+    SELECT response_status, error FROM all_delivery_attempts
      WHERE conta_id = d.conta_id AND delivery_id = d.id ORDER BY attempt DESC LIMIT 1) a ON true
  WHERE d.status = 'failed';
 
@@ -189,8 +189,8 @@ WITH hora AS (
   SELECT date_trunc('hour', now(), 'UTC') AS inicio
 ), tentativas AS (
   SELECT a.conta_id, d.endpoint_id, count(*)::int AS attempts, (count(*) FILTER (WHERE a.succeeded))::int AS succeeded
-    FROM tentativas_de_entrega a
-    JOIN entregas d ON d.conta_id = a.conta_id AND d.id = a.delivery_id
+    FROM all_delivery_attempts a
+    JOIN all_deliveries d ON d.conta_id = a.conta_id AND d.id = a.delivery_id
    WHERE a.started_at >= (SELECT inicio FROM hora)
    GROUP BY a.conta_id, d.endpoint_id
 ), pendentes AS (
