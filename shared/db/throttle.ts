@@ -32,10 +32,10 @@ const spacing = (perSecond: Fragment) => sql.fragment`make_interval(secs => ${1 
  */
 export function pacedBound(due: string, otherwise: Fragment): Fragment {
   const d = (column: string) => sql.identifier([due, column]);
-  return sql.fragment`least(${otherwise}, coalesce((
+  return whenAnyThrottle(sql.fragment`least(${otherwise}, coalesce((
     SELECT ceil(greatest(0, ${THROTTLE.horizonMs / 1000}::numeric - extract(epoch FROM greatest(r.next_send_at, now()) - now()))
                 / extract(epoch FROM ${spacing(sql.fragment`r.per_second`)}))::int
-      FROM webhook_throttles r WHERE r.conta_id = ${d('conta_id')} AND r.endpoint_id = ${d('endpoint_id')}), ${otherwise}))`;
+      FROM webhook_throttles r WHERE r.conta_id = ${d('conta_id')} AND r.endpoint_id = ${d('endpoint_id')}), ${otherwise}))`, otherwise);
 }
 
 /**
@@ -72,14 +72,23 @@ export function paceCtes(decided: string): Fragment {
  * horizon: a take does not read its deliveries, so a throttled backlog never fills what a take reads
  * and hides the other endpoints' deliveries behind it.
  */
-export const withoutTimes = (d: string) => sql.fragment`EXISTS (
+export const withoutTimes = (d: string) => whenAnyThrottle(sql.fragment`EXISTS (
   SELECT FROM webhook_throttles r
    WHERE r.conta_id = ${sql.identifier([d, 'conta_id'])} AND r.endpoint_id = ${sql.identifier([d, 'endpoint_id'])}
-     AND r.next_send_at >= now() + make_interval(secs => ${THROTTLE.horizonMs / 1000}))`;
+     AND r.next_send_at >= now() + make_interval(secs => ${THROTTLE.horizonMs / 1000}))`, sql.fragment`false`);
 
 /** Whether a delivery to the endpoint `e` (conta_id, id) is throttled: the relay leaves those to the takes. */
-export const throttled = (contaId: Fragment, endpointId: Fragment) =>
-  sql.fragment`EXISTS (SELECT FROM webhook_throttles r WHERE r.conta_id = ${contaId} AND r.endpoint_id = ${endpointId})`;
+export const throttled = (contaId: Fragment, endpointId: Fragment) => whenAnyThrottle(
+  sql.fragment`EXISTS (SELECT FROM webhook_throttles r WHERE r.conta_id = ${contaId} AND r.endpoint_id = ${endpointId})`, sql.fragment`false`);
+
+/**
+ * `perRow` when any endpoint is throttled, else `otherwise`: whether any is, is asked once a
+ * statement (an uncorrelated sub-select, run once), so with no throttle set a take or a relay pass
+ * pays no lookup per delivery.
+ */
+function whenAnyThrottle(perRow: Fragment, otherwise: Fragment): Fragment {
+  return sql.fragment`CASE WHEN (SELECT EXISTS (SELECT FROM webhook_throttles)) THEN ${perRow} ELSE ${otherwise} END`;
+}
 
 const Throttle = z.object({ endpoint_id: z.string(), per_second: z.number().nullable() });
 
