@@ -2,16 +2,16 @@
 // as a Heroku-style platform runs them. One key's minute and month ceilings, hammered through all
 // four web processes at once, admit exactly the ceiling; a burst of events delivered by two live
 // workers arrives once each, none lost and none twice.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { projectRoot } from '../shared/config.ts';
 import { freePort } from '../shared/db/embedded.ts';
 import { sql } from '../shared/db/pool.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { spawnRole } from './helpers/roles.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { addEndpoint, emit, eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
 
@@ -27,21 +27,8 @@ const webUrls: string[] = [];
 type Process = ChildProcess & { output: () => string };
 
 /** A role as the Procfile runs it (`node api/main.ts`, `node worker/main.ts`) on the suite's database. */
-function spawnRole(script: string, env: Record<string, string>): Process {
-  const child = spawn(process.execPath, [script], {
-    cwd: projectRoot,
-    env: {
-      PATH: process.env.PATH, DATABASE_URL: db.url, PUBLIC_BASE_URL: BASE_URL, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: '2000', REFUSAL_DELAY_MS: '0', ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  return Object.assign(child, { output: () => output });
+function startRole(script: string, env: Record<string, string>): Process {
+  return spawnRole(script, { DATABASE_URL: db.url, PUBLIC_BASE_URL: BASE_URL, SHUTDOWN_GRACE_MS: '2000', REFUSAL_DELAY_MS: '0', ...env }, children);
 }
 
 async function listening(url: string, child: Process): Promise<void> {
@@ -56,11 +43,11 @@ test.before(async () => {
   receiver = await startReceiver();
   for (let i = 0; i < WEBS; i++) {
     const port = await freePort();
-    const web = spawnRole('api/main.ts', { PORT: String(port), HOST: '127.0.0.1' });
+    const web = startRole('api/main.ts', { PORT: String(port), HOST: '127.0.0.1' });
     webUrls.push(`http://127.0.0.1:${port}/v1`);
     await listening(webUrls[i]!, web);
   }
-  for (let i = 0; i < WORKERS; i++) spawnRole('worker/main.ts', {});
+  for (let i = 0; i < WORKERS; i++) startRole('worker/main.ts', {});
 });
 test.after(async () => {
   await Promise.all([...children].map(async (child) => {

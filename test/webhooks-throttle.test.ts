@@ -1,15 +1,15 @@
 // The per-endpoint throttle (issue 37, item 4): set by the operator CLI, held across two real worker
 // processes at once, counted by a real receiver per whole second of its arrivals.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { projectRoot } from '../shared/config.ts';
 import { sql } from '../shared/db/pool.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount } from './helpers/fixtures.ts';
+import { spawnRole, type RoleProcess } from './helpers/roles.ts';
 import { runOps } from './helpers/ops.ts';
 import { addEndpoint, emit, eventually, startReceiver, type Received, type Receiver } from './helpers/receiver.ts';
 
@@ -29,21 +29,8 @@ test.after(async () => {
 });
 
 /** `node worker/main.ts` on the suite's database, as the Procfile runs it. */
-function spawnWorker(): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, ['worker/main.ts'], {
-    cwd: projectRoot,
-    env: {
-      PATH: process.env.PATH, DATABASE_URL: db.url, PUBLIC_BASE_URL: 'http://127.0.0.1:3000/v1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: '5000',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  return Object.assign(child, { output: () => output });
+function spawnWorker(): RoleProcess {
+  return spawnRole('worker/main.ts', { DATABASE_URL: db.url, PUBLIC_BASE_URL: 'http://127.0.0.1:3000/v1', SHUTDOWN_GRACE_MS: '5000' }, children);
 }
 
 async function stop(child: ChildProcess): Promise<void> {

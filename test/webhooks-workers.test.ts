@@ -1,14 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { loadConfig, projectRoot } from '../shared/config.ts';
+import { loadConfig } from '../shared/config.ts';
 import { sql } from '../shared/db/pool.ts';
 import { holdLimits } from '../worker/webhooks/holdings.ts';
 import { LEASE_MS } from '../worker/webhooks/lease.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { spawnRole, type RoleProcess } from './helpers/roles.ts';
 import { createAccount } from './helpers/fixtures.ts';
 import { addEndpoint, emit, eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
 
@@ -25,21 +26,11 @@ test.after(async () => {
 });
 
 /** `node worker/main.ts` on the suite's database, as the Procfile runs it. */
-function spawnWorker(db: TestDatabase, env: Record<string, string> = {}): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, ['worker/main.ts'], {
-    cwd: projectRoot,
-    env: {
-      PATH: process.env.PATH, DATABASE_URL: db.url, PUBLIC_BASE_URL: 'http://127.0.0.1:3000/v1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WEBHOOK_CONCURRENCY_PER_ENDPOINT: String(PER_ENDPOINT), LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: '5000', ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  return Object.assign(child, { output: () => output });
+function spawnWorker(db: TestDatabase, env: Record<string, string> = {}): RoleProcess {
+  return spawnRole('worker/main.ts', {
+    DATABASE_URL: db.url, PUBLIC_BASE_URL: 'http://127.0.0.1:3000/v1',
+    WEBHOOK_CONCURRENCY_PER_ENDPOINT: String(PER_ENDPOINT), SHUTDOWN_GRACE_MS: '5000', ...env,
+  }, children);
 }
 
 async function stop(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
