@@ -97,17 +97,28 @@ function sendOver(agents: Record<'http:' | 'https:', http.Agent>): AxiosAdapter 
     const url = new URL(config.url ?? '');
     const body = typeof config.data === 'string' ? config.data : '';
     const secure = url.protocol === 'https:';
-    const request = (secure ? https : http).request(url, {
-      method: (config.method ?? 'post').toUpperCase(),
-      agent: agents[secure ? 'https:' : 'http:'],
-      headers: { ...config.headers.toJSON(), 'content-length': String(Buffer.byteLength(body)) },
-      ...(config.signal ? { signal: config.signal as AbortSignal } : {}),
-    }, (response) => {
-      resolve({ data: response, status: response.statusCode ?? 0, statusText: response.statusMessage ?? '', headers: response.headers, config, request });
-    });
-    // on, not once: a socket that fails after the answer began may report to the request again.
-    request.on('error', reject);
-    request.end(body);
+    const send = (again: boolean) => {
+      let answered = false;
+      const request = (secure ? https : http).request(url, {
+        method: (config.method ?? 'post').toUpperCase(),
+        agent: agents[secure ? 'https:' : 'http:'],
+        headers: { ...config.headers.toJSON(), 'content-length': String(Buffer.byteLength(body)) },
+        ...(config.signal ? { signal: config.signal as AbortSignal } : {}),
+      }, (response) => {
+        answered = true;
+        resolve({ data: response, status: response.statusCode ?? 0, statusText: response.statusMessage ?? '', headers: response.headers, config, request });
+      });
+      // on, not once: a socket that fails after the answer began may report to the request again.
+      request.on('error', (error) => {
+        // A kept-alive socket the receiver closed while it sat idle fails at once, before any answer
+        // (the race Node's documentation describes for reusedSocket): the request is sent once more,
+        // on another socket, rather than counted as the receiver's failure and retried minutes later.
+        if (!again && !answered && request.reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET') send(true);
+        else reject(error);
+      });
+      request.end(body);
+    };
+    send(false);
   });
 }
 
