@@ -3,7 +3,7 @@
 // one SELECT on the same database, alternately in the same rounds; then api_admit called directly,
 // by batch size, for what admission itself costs PostgreSQL. 200 accounts with one key each, plans
 // raised so nothing is refused.
-import { createDatabasePool } from '../shared/db/pool.ts';
+import { createDatabasePool } from '#shared/db/pool.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
 import { admissionCalls, type CallsRow, type Key } from './admission-calls.ts';
 import { benchDatabase, cpuCell, load, spawnServer, writeSection, type LoadResult } from './lib.ts';

@@ -5,9 +5,9 @@
 // outbox's retention until then). Two databases of one embedded server, the same rows planted in
 // each; time is one backend's (the passes run alone), WAL from the server. Reported, never asserted.
 import pg from 'pg';
-import { archiveEnded, FROM_THE_START } from '../shared/db/archive.ts';
-import { createDatabasePool, sql, type Pool } from '../shared/db/pool.ts';
-import { inBatches } from '../shared/db/retention.ts';
+import { archiveEnded, FROM_THE_START } from '#shared/db/archive.ts';
+import { createDatabasePool, sql, type Pool } from '#shared/db/pool.ts';
+import { inBatches } from '#shared/db/retention.ts';
 import { createAccount } from '../test/helpers/fixtures.ts';
 import { plantDeliveries, plantEndpoint, plantEvents } from '../test/helpers/planted.ts';
 import { benchDatabase, writeSection, writtenMark, writtenSince } from './lib.ts';

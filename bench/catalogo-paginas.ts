@@ -6,9 +6,9 @@ import os from 'node:os';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { GZIP_OPTIONS } from '../api/http/compression.ts';
-import { sql, type Pool } from '../shared/db/pool.ts';
+import { sql, type Pool } from '#shared/db/pool.ts';
 import { DocumentCache, paginaDeDocumentos } from '../api/routes/document-cache.ts';
-import { consultaDaPagina } from '../shared/db/produtos.ts';
+import { consultaDaPagina } from '#shared/db/produtos.ts';
 import { listarProdutos } from '../test/helpers/produtos-por-requisicao.ts';
 import type { load, LoadResult } from './lib.ts';
 

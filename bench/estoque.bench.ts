@@ -8,9 +8,9 @@
 // gzip. Figures are reported, never asserted.
 import { randomUUID } from 'node:crypto';
 import { bodyHash } from '../api/writes/idempotency.ts';
-import { hashToken } from '../shared/domain/chaves.ts';
-import { movimentar, movimentosEmLote } from '../shared/db/estoque.ts';
-import { createDatabasePool, sql } from '../shared/db/pool.ts';
+import { hashToken } from '#shared/domain/chaves.ts';
+import { movimentar, movimentosEmLote } from '#shared/db/estoque.ts';
+import { createDatabasePool, sql } from '#shared/db/pool.ts';
 import { criarCanalDeTeste, criarProdutoCompleto } from '../test/helpers/catalogo.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
 import { medirPaginas } from './catalogo-paginas.ts';

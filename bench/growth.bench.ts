@@ -8,9 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { z } from 'zod';
-import { ARCHIVE_TABLES, removerParticoesExpiradas } from '../shared/db/particoes.ts';
-import { inBatches } from '../shared/db/retention.ts';
-import { createDatabasePool, sql, type Pool } from '../shared/db/pool.ts';
+import { ARCHIVE_TABLES, removerParticoesExpiradas } from '#shared/db/particoes.ts';
+import { inBatches } from '#shared/db/retention.ts';
+import { createDatabasePool, sql, type Pool } from '#shared/db/pool.ts';
 import { criarProdutoCompleto, definirSaldo } from '../test/helpers/catalogo.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
 import { benchDatabase, cpuCell, load, procfileNodeArgs, spawnServer, writeSection, writtenMark, writtenSince, type LoadResult } from './lib.ts';

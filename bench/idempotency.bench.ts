@@ -9,8 +9,8 @@
 // dropping a day's partition. Figures are reported, never asserted.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { sql, createDatabasePool } from '../shared/db/pool.ts';
-import { inBatches } from '../shared/db/retention.ts';
+import { sql, createDatabasePool } from '#shared/db/pool.ts';
+import { inBatches } from '#shared/db/retention.ts';
 import { createAccount } from '../test/helpers/fixtures.ts';
 import { benchDatabase, writeSection, writtenMark, writtenSince } from './lib.ts';
 

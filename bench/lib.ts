@@ -7,10 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { projectRoot } from '../shared/config.ts';
-import { startEmbeddedPostgres, freePort, type EmbeddedPostgres } from '../shared/db/embedded.ts';
-import { installBossSchema } from '../shared/boss.ts';
-import { release } from '../shared/db/release.ts';
+import { projectRoot } from '#shared/config.ts';
+import { startEmbeddedPostgres, freePort, type EmbeddedPostgres } from '#shared/db/embedded.ts';
+import { installBossSchema } from '#shared/boss.ts';
+import { release } from '#shared/db/release.ts';
 import { cpuPerRequest, othersShare, postmasterOf, sampleCpu, sampleMachine } from './cpu.ts';
 
 const FILE = path.join(projectRoot, 'BENCHMARKS.md');

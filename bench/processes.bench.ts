@@ -5,7 +5,7 @@
 // says where the time goes as processes are added on the same machine.
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
-import { createDatabasePool, sql } from '../shared/db/pool.ts';
+import { createDatabasePool, sql } from '#shared/db/pool.ts';
 import { criarProdutoCompleto, definirSaldo } from '../test/helpers/catalogo.ts';
 import { novoPedido } from '../test/helpers/cotacoes.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';

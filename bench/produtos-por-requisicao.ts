@@ -8,10 +8,10 @@ import { toPage } from '../api/routes/lists.ts';
 import { routes } from '../api/routes/index.ts';
 import { unidadesProdutos } from '../api/routes/produtos.ts';
 import type { AnyRoute } from '../api/routes/types.ts';
-import type { FiltrosProdutos } from '../shared/db/produtos.ts';
-import { loadConfigOrExit } from '../shared/config.ts';
-import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
-import { createLogger } from '../shared/log.ts';
+import type { FiltrosProdutos } from '#shared/db/produtos.ts';
+import { loadConfigOrExit } from '#shared/config.ts';
+import { requireDatabaseUrl, stopOnSignals } from '#shared/lifecycle.ts';
+import { createLogger } from '#shared/log.ts';
 import { listarProdutos, present } from '../test/helpers/produtos-por-requisicao.ts';
 
 const porRequisicao: AnyRoute['handler'] = async ({ caller, query, db }) => {

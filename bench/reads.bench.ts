@@ -7,8 +7,8 @@
 // 200 accounts with one key each and 5 orders of 3 items each; the requests rotate over all 1,000
 // orders and their keys. Figures are reported, never asserted.
 import { Redis } from 'ioredis';
-import { movimentar } from '../shared/db/estoque.ts';
-import { createDatabasePool, sql } from '../shared/db/pool.ts';
+import { movimentar } from '#shared/db/estoque.ts';
+import { createDatabasePool, sql } from '#shared/db/pool.ts';
 import { criarCanalDeTeste, criarProdutoCompleto } from '../test/helpers/catalogo.ts';
 import { itemAvulso, novaCotacao, novoPedido } from '../test/helpers/cotacoes.ts';
 import { createAccount, createPlan } from '../test/helpers/fixtures.ts';

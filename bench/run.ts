@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { projectRoot } from '../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 const only = process.argv.slice(2);
 const dir = path.join(projectRoot, 'bench');

@@ -7,8 +7,8 @@
 // "ok", "failed"} as JSON when every event is sent.
 import http from 'node:http';
 import { text } from 'node:stream/consumers';
-import { montarEnvelope } from '../shared/domain/envelope.ts';
-import { assinar } from '../shared/domain/webhooks.ts';
+import { montarEnvelope } from '#shared/domain/envelope.ts';
+import { assinar } from '#shared/domain/webhooks.ts';
 
 export type RawEvent = { id: string; tipo: string; criado_em: string; conta_id: string; dados: Record<string, unknown>; segredo: string; url?: string };
 export type RawSenderInput = { url: string; baseUrl: string; concurrency: number; client: 'http' | 'fetch'; events: RawEvent[] };

@@ -1,7 +1,7 @@
 // The webhooks section of BENCHMARKS.md from the runs of bench/webhooks.bench.ts: every figure as the
 // spread of its runs (min–max) beside its baseline of the same runs, each goal met or missed and by
 // how much, and where the CPU went.
-import type { Config } from '../shared/config.ts';
+import type { Config } from '#shared/config.ts';
 import { usOf, type CpuUse, type Drain } from './webhooks-rig.ts';
 
 type Steady = { p50: number; p99: number; max: number; cpu: CpuUse; pgByRole: Record<string, number>; emitOnly: CpuUse | null };

@@ -2,8 +2,8 @@
 // parsed and validated; it prints JSON so scripts and tests can read it.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import type { Config } from '../shared/config.ts';
-import type { Pool } from '../shared/db/pool.ts';
+import type { Config } from '#shared/config.ts';
+import type { Pool } from '#shared/db/pool.ts';
 
 export type OpsContext = {
   pool: Pool; config: Config; databaseUrl: string;

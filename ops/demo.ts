@@ -1,9 +1,9 @@
 // Demo data for a first run of npm start: an account on the Oficina plan with a catalog, stock,
 // supplies, quotations and orders, and a user holding every permission.
 import { z } from 'zod';
-import { criarChave, listarChaves, revogarChave } from '../shared/db/chaves.ts';
-import { sql, type Pool, type Tx } from '../shared/db/pool.ts';
-import { ESCOPOS, PERMISSOES } from '../shared/domain/acesso.ts';
+import { criarChave, listarChaves, revogarChave } from '#shared/db/chaves.ts';
+import { sql, type Pool, type Tx } from '#shared/db/pool.ts';
+import { ESCOPOS, PERMISSOES } from '#shared/domain/acesso.ts';
 
 export const DEMO_CONTA_ID = '00000000-0000-4000-8000-00000000d3e0';
 export const DEMO_USUARIO_ID = '00000000-0000-4000-8000-00000000d3e1';

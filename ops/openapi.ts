@@ -8,7 +8,7 @@ import path from 'node:path';
 import openapiTS from 'openapi-typescript';
 import { buildOpenApi } from '../api/reference/openapi.ts';
 import { routes } from '../api/routes/index.ts';
-import { projectRoot } from '../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 export const COMMITTED_BASE_URL = 'http://localhost:3000/v1';
 export const committedPath = path.join(projectRoot, 'docs', 'openapi.json');

@@ -1,10 +1,10 @@
 // The release phase (Procfile: release): the schema's migrations and the database's code in one
 // transaction (shared/db/release.ts), then pg-boss's own schema, before any new web or worker
 // process starts.
-import { installBossSchema } from '../shared/boss.ts';
-import { loadConfigOrExit } from '../shared/config.ts';
-import { release } from '../shared/db/release.ts';
-import { requireDatabaseUrl } from '../shared/lifecycle.ts';
+import { installBossSchema } from '#shared/boss.ts';
+import { loadConfigOrExit } from '#shared/config.ts';
+import { release } from '#shared/db/release.ts';
+import { requireDatabaseUrl } from '#shared/lifecycle.ts';
 
 const config = loadConfigOrExit();
 const databaseUrl = requireDatabaseUrl(config.DATABASE_URL, 'release');

@@ -2,9 +2,9 @@
 // written to the sinks it is given. ops/cli.ts runs it for a terminal; the suites call it in their
 // own process, as starting a process per command made the CLI suites the slowest of npm test.
 import { z } from 'zod';
-import { ConfigError, loadConfig } from '../shared/config.ts';
-import { release } from '../shared/db/release.ts';
-import { createDatabasePool } from '../shared/db/pool.ts';
+import { ConfigError, loadConfig } from '#shared/config.ts';
+import { release } from '#shared/db/release.ts';
+import { createDatabasePool } from '#shared/db/pool.ts';
 import { defineCommand, parseOptions, usage, UsageError, type Command } from './command.ts';
 import { commands } from './commands/index.ts';
 import { issueDemoKey, loadDemo } from './demo.ts';

@@ -1,13 +1,13 @@
 // npm start: the whole service on one machine. With no DATABASE_URL it runs an embedded
 // PostgreSQL in .data/; then migrations, demo data on the first run, the web and worker roles,
 // and a banner with the base URL, a fresh demo key and a curl line. Ctrl-C stops everything.
-import { loadConfigOrExit } from '../shared/config.ts';
-import { freePort, startEmbeddedPostgres, type EmbeddedPostgres } from '../shared/db/embedded.ts';
-import { installBossSchema } from '../shared/boss.ts';
-import { release } from '../shared/db/release.ts';
-import { createDatabasePool } from '../shared/db/pool.ts';
-import { stopOnSignals } from '../shared/lifecycle.ts';
-import { createLogger } from '../shared/log.ts';
+import { loadConfigOrExit } from '#shared/config.ts';
+import { freePort, startEmbeddedPostgres, type EmbeddedPostgres } from '#shared/db/embedded.ts';
+import { installBossSchema } from '#shared/boss.ts';
+import { release } from '#shared/db/release.ts';
+import { createDatabasePool } from '#shared/db/pool.ts';
+import { stopOnSignals } from '#shared/lifecycle.ts';
+import { createLogger } from '#shared/log.ts';
 import { startWeb } from '../api/main.ts';
 import { startWorker } from '../worker/main.ts';
 import { issueDemoKey, loadDemo } from './demo.ts';

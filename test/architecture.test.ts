@@ -6,10 +6,12 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { projectRoot } from '../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 const test = suite('architecture');
 const ROOTS = ['api', 'worker', 'shared', 'ops', 'client'];
+/** The project's subpath import of shared/ (package.json, "imports"): `#shared/config.ts` is `shared/config.ts`. */
+const SHARED_ALIAS = '#shared/';
 
 /** Every .ts module of the roots with the project modules it imports (paths relative to the project). */
 async function importGraph(): Promise<Map<string, string[]>> {
@@ -22,8 +24,10 @@ async function importGraph(): Promise<Map<string, string[]>> {
       const source = await readFile(path.join(projectRoot, from), 'utf8');
       const specifiers = [...source.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"`;]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g)]
         .map((m) => m[1] ?? m[2] ?? '')
-        .filter((s) => s.startsWith('.'));
-      graph.set(from, specifiers.map((s) => path.normalize(path.join(path.dirname(from), s))));
+        .filter((s) => s.startsWith('.') || s.startsWith(SHARED_ALIAS));
+      graph.set(from, specifiers.map((s) => (s.startsWith(SHARED_ALIAS)
+        ? path.join('shared', s.slice(SHARED_ALIAS.length))
+        : path.normalize(path.join(path.dirname(from), s)))));
     }
   }
   return graph;

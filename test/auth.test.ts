@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { clock } from '../shared/clock.ts';
-import { sql } from '../shared/db/pool.ts';
-import { hashToken } from '../shared/domain/chaves.ts';
-import { definirPermissoes } from '../shared/db/contas.ts';
-import { revogarChave } from '../shared/db/chaves.ts';
-import { PERMISSOES } from '../shared/domain/acesso.ts';
+import { clock } from '#shared/clock.ts';
+import { sql } from '#shared/db/pool.ts';
+import { hashToken } from '#shared/domain/chaves.ts';
+import { definirPermissoes } from '#shared/db/contas.ts';
+import { revogarChave } from '#shared/db/chaves.ts';
+import { PERMISSOES } from '#shared/domain/acesso.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { addKey, createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';

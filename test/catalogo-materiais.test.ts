@@ -1,11 +1,11 @@
 // GET /insumos/materiais and GET /canais: fields, cost data by permission, isolation and cost.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { criarCanal } from '../shared/db/canais.ts';
-import { definirPermissoes } from '../shared/db/contas.ts';
-import { alterarCor, criarCor, criarMaterial } from '../shared/db/materiais.ts';
-import { sql } from '../shared/db/pool.ts';
-import { PERMISSOES } from '../shared/domain/acesso.ts';
+import { criarCanal } from '#shared/db/canais.ts';
+import { definirPermissoes } from '#shared/db/contas.ts';
+import { alterarCor, criarCor, criarMaterial } from '#shared/db/materiais.ts';
+import { sql } from '#shared/db/pool.ts';
+import { PERMISSOES } from '#shared/domain/acesso.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';

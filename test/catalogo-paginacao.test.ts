@@ -2,8 +2,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { alterarProduto, alterarVariacao } from '../shared/db/catalogo.ts';
-import { sql } from '../shared/db/pool.ts';
+import { alterarProduto, alterarVariacao } from '#shared/db/catalogo.ts';
+import { sql } from '#shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto, semLimites } from './helpers/catalogo.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';

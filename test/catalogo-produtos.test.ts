@@ -1,8 +1,8 @@
 // GET /produtos and GET /produtos/{id}: every field, filters, ETags, tenant isolation and cost.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { alterarProduto, alterarVariacao, definirPrecos } from '../shared/db/catalogo.ts';
-import { sql } from '../shared/db/pool.ts';
+import { alterarProduto, alterarVariacao, definirPrecos } from '#shared/db/catalogo.ts';
+import { sql } from '#shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarCanalDeTeste, criarProdutoCompleto, type ProdutoFixture } from './helpers/catalogo.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';

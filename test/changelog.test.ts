@@ -6,7 +6,7 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CHANGELOG_PATH } from '../api/reference/openapi.ts';
-import { projectRoot } from '../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { request } from './helpers/http.ts';
 

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ConfigError, loadConfig, type Role } from '../shared/config.ts';
+import { ConfigError, loadConfig, type Role } from '#shared/config.ts';
 
 const test = suite('configuration');
 

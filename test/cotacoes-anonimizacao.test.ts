@@ -4,10 +4,10 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { anonimizarCliente } from '../shared/db/anonimizacao.ts';
-import { comOrigem } from '../shared/db/origem.ts';
-import { sql } from '../shared/db/pool.ts';
-import { mudarSituacaoPedido } from '../shared/db/producao.ts';
+import { anonimizarCliente } from '#shared/db/anonimizacao.ts';
+import { comOrigem } from '#shared/db/origem.ts';
+import { sql } from '#shared/db/pool.ts';
+import { mudarSituacaoPedido } from '#shared/db/producao.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { semLimites } from './helpers/catalogo.ts';
 import { cotacaoAprovada, eventos, levarA, novaCotacao, novoPedido } from './helpers/cotacoes.ts';

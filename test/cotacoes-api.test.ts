@@ -2,8 +2,8 @@
 // tiers, every field and its nullability, ETags, filters, tenant isolation, idempotent creation.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { alterarCanal } from '../shared/db/catalogo.ts';
-import { sql } from '../shared/db/pool.ts';
+import { alterarCanal } from '#shared/db/catalogo.ts';
+import { sql } from '#shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarCanalDeTeste, criarProdutoCompleto, semLimites, type ProdutoFixture } from './helpers/catalogo.ts';
 import { eventos, levarA, novaCotacao, SEM_REFERENCIAS } from './helpers/cotacoes.ts';

@@ -3,7 +3,7 @@
 // each change with its events.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sql } from '../shared/db/pool.ts';
+import { sql } from '#shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarCanalDeTeste, criarProdutoCompleto } from './helpers/catalogo.ts';
 import { eventosDe } from './helpers/cotacoes.ts';

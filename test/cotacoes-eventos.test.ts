@@ -4,12 +4,12 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { abrirLink, linkDaCotacao, pedirFechamento } from '../shared/db/cotacao-link.ts';
-import { expirarCotacoes } from '../shared/db/cotacoes-expiracao.ts';
-import { comOrigem } from '../shared/db/origem.ts';
-import { sql } from '../shared/db/pool.ts';
-import { tipoDeEvento, urlDoEvento } from '../shared/domain/eventos.ts';
-import { createLogger } from '../shared/log.ts';
+import { abrirLink, linkDaCotacao, pedirFechamento } from '#shared/db/cotacao-link.ts';
+import { expirarCotacoes } from '#shared/db/cotacoes-expiracao.ts';
+import { comOrigem } from '#shared/db/origem.ts';
+import { sql } from '#shared/db/pool.ts';
+import { tipoDeEvento, urlDoEvento } from '#shared/domain/eventos.ts';
+import { createLogger } from '#shared/log.ts';
 import { jobs } from '../worker/jobs/index.ts';
 import { DEMO_CONTA_ID, loadDemo } from '../ops/demo.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';

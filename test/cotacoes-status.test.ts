@@ -4,9 +4,9 @@
 // changes of one quotation applied one after the other, never lost.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { expirarCotacoes } from '../shared/db/cotacoes-expiracao.ts';
-import { sql } from '../shared/db/pool.ts';
-import { STATUS_COTACAO, TRANSICOES_COTACAO, type StatusCotacao } from '../shared/domain/cotacoes.ts';
+import { expirarCotacoes } from '#shared/db/cotacoes-expiracao.ts';
+import { sql } from '#shared/db/pool.ts';
+import { STATUS_COTACAO, TRANSICOES_COTACAO, type StatusCotacao } from '#shared/domain/cotacoes.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { semLimites } from './helpers/catalogo.ts';
 import { eventosDe, eventosDesde, levarA, marcaDoOutbox, novaCotacao, SEM_REFERENCIAS } from './helpers/cotacoes.ts';

@@ -6,7 +6,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { sql } from '../shared/db/pool.ts';
+import { sql } from '#shared/db/pool.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { EXCEPTIONS } from './distribution.exceptions.ts';
 

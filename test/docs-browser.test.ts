@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { paginasDoGuia } from '../api/reference/guia.ts';
 import { CHANGELOG_PATH } from '../api/reference/openapi.ts';
 import { routes } from '../api/routes/index.ts';
-import { projectRoot } from '../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { cannotRun } from './helpers/skip.ts';
 

@@ -5,8 +5,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DocumentCache, paginaDeDocumentos } from '../api/routes/document-cache.ts';
-import { alterarProduto } from '../shared/db/catalogo.ts';
-import { sql, type Db } from '../shared/db/pool.ts';
+import { alterarProduto } from '#shared/db/catalogo.ts';
+import { sql, type Db } from '#shared/db/pool.ts';
 import { criarProdutoCompleto, type ProdutoFixture } from './helpers/catalogo.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';

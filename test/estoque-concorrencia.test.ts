@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { sql } from '../shared/db/pool.ts';
+import { sql } from '#shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto, definirSaldo, saldoDe, semLimites } from './helpers/catalogo.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';

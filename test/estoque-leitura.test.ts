@@ -1,9 +1,9 @@
 // GET /estoque and GET /estoque-insumos: every field, filters, isolation, permissions and cost.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { criarLocalConsignado, movimentar } from '../shared/db/estoque.ts';
-import { criarInsumo, moverInsumo } from '../shared/db/insumos.ts';
-import { criarCor, criarMaterial } from '../shared/db/materiais.ts';
+import { criarLocalConsignado, movimentar } from '#shared/db/estoque.ts';
+import { criarInsumo, moverInsumo } from '#shared/db/insumos.ts';
+import { criarCor, criarMaterial } from '#shared/db/materiais.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto, definirSaldo, type ProdutoFixture } from './helpers/catalogo.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';

@@ -16,7 +16,7 @@ import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { pastaDeTrechos, rodar, todosOsBlocos, trecho, TRECHOS, verificarTipos } from './helpers/guia.ts';
 import { empacotarCliente, instalarCliente } from './helpers/pacote.ts';
 import { addEndpoint, startReceiver, type Receiver } from './helpers/receiver.ts';
-import { projectRoot } from '../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 const test = suite('the guide\'s snippets of the official client');
 let app: TestApp;

@@ -9,12 +9,12 @@ import { z } from 'zod';
 import { ERRO_POR_STATUS } from '../api/reference/openapi.ts';
 import { routes } from '../api/routes/index.ts';
 import { committedDocument } from '../ops/openapi.ts';
-import { sql } from '../shared/db/pool.ts';
-import { RETENTION } from '../shared/db/retention.ts';
-import { ESCOPOS } from '../shared/domain/acesso.ts';
-import { PRODUTOS_ATE_EVENTOS_POR_PRODUTO, TIPOS_DE_EVENTO } from '../shared/domain/eventos.ts';
-import { RETRY_DELAYS_SECONDS } from '../shared/domain/webhooks.ts';
-import { MOTIVOS, TITULOS, type Codigo } from '../shared/errors.ts';
+import { sql } from '#shared/db/pool.ts';
+import { RETENTION } from '#shared/db/retention.ts';
+import { ESCOPOS } from '#shared/domain/acesso.ts';
+import { PRODUTOS_ATE_EVENTOS_POR_PRODUTO, TIPOS_DE_EVENTO } from '#shared/domain/eventos.ts';
+import { RETRY_DELAYS_SECONDS } from '#shared/domain/webhooks.ts';
+import { MOTIVOS, TITULOS, type Codigo } from '#shared/errors.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { paginas, semCrase, tabela, type Pagina } from './helpers/guia.ts';
 

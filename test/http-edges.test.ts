@@ -6,7 +6,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { routes } from '../api/routes/index.ts';
 import { capturedLog } from './helpers/log-lines.ts';
-import { sql } from '../shared/db/pool.ts';
+import { sql } from '#shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto, definirSaldo, semLimites } from './helpers/catalogo.ts';
 import { novaCotacao, novoPedido } from './helpers/cotacoes.ts';

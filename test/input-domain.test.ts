@@ -4,9 +4,9 @@
 import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { criarInsumo } from '../shared/db/insumos.ts';
-import { sql } from '../shared/db/pool.ts';
-import { criarMaterial } from '../shared/db/materiais.ts';
+import { criarInsumo } from '#shared/db/insumos.ts';
+import { sql } from '#shared/db/pool.ts';
+import { criarMaterial } from '#shared/db/materiais.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarCanalDeTeste, criarProdutoCompleto, definirSaldo, semLimites } from './helpers/catalogo.ts';
 import { novaCotacao, novoPedido } from './helpers/cotacoes.ts';

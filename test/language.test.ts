@@ -11,15 +11,15 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { REDOC_TEXTS } from '../api/reference/docs.ts';
 import { paginasDoGuia } from '../api/reference/guia.ts';
-import { sql } from '../shared/db/pool.ts';
-import { criarEndpoint, desativarEndpoints } from '../shared/db/webhooks.ts';
+import { sql } from '#shared/db/pool.ts';
+import { criarEndpoint, desativarEndpoints } from '#shared/db/webhooks.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount } from './helpers/fixtures.ts';
 import { client, request } from './helpers/http.ts';
 import { englishWords, inEnglish, readerTexts } from './helpers/language.ts';
 import { rodar } from './helpers/guia.ts';
 import { ErroDeConexao, gerarSegredo, verificarWebhook, type ErroDeAssinatura } from '../client/src/index.ts';
-import { projectRoot } from '../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 const test = suite('one language for the reader');
 let app: TestApp;

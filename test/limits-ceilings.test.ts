@@ -3,7 +3,7 @@
 // clock stands still (no refill between calls); each test rolls back.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sql, type Tx } from '../shared/db/pool.ts';
+import { sql, type Tx } from '#shared/db/pool.ts';
 import { createTestDatabase, rolledBack as rollBack, type TestDatabase } from './helpers/db.ts';
 import { addKey, createAccount } from './helpers/fixtures.ts';
 import { admitOnce, admitSequence, raisePlan } from './helpers/limits.ts';

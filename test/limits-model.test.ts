@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { chargeOf } from '../api/admission/admission-queue.ts';
 import { AdmissionRow } from '../api/admission/admission-row.ts';
 import { settlementFor } from '../api/admission/limits.ts';
-import { sql, type Tx } from '../shared/db/pool.ts';
+import { sql, type Tx } from '#shared/db/pool.ts';
 import { AdmissionModel, type Answer, type Classe, type Holder, type Plan, type Request } from './helpers/admission-model.ts';
 import type { Prova } from '../api/admission/admission-row.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';

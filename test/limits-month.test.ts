@@ -4,7 +4,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { sql, type Db } from '../shared/db/pool.ts';
+import { sql, type Db } from '#shared/db/pool.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { admitOnce, admitSequence } from './helpers/limits.ts';

@@ -6,7 +6,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { sql, type Tx } from '../shared/db/pool.ts';
+import { sql, type Tx } from '#shared/db/pool.ts';
 import type { Prova } from '../api/admission/admission-row.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { admitBatch, type BatchItem } from './helpers/limits.ts';

@@ -1,8 +1,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { sql } from '../shared/db/pool.ts';
-import { enqueueEmail } from '../shared/mail.ts';
+import { sql } from '#shared/db/pool.ts';
+import { enqueueEmail } from '#shared/mail.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { startSmtpReceiver, type SmtpReceiver } from './helpers/smtp.ts';
 

@@ -4,7 +4,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { sql, type Tx } from '../shared/db/pool.ts';
+import { sql, type Tx } from '#shared/db/pool.ts';
 import { MINUTES, readSnapshot } from '../ops/status/snapshot.ts';
 import { renderStatus, sparkline, watchStatus } from '../ops/status/render.ts';
 import { createTestDatabase, rolledBack, type TestDatabase } from './helpers/db.ts';

@@ -7,9 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { garantirParticoes, removerParticoesExpiradas } from '../shared/db/particoes.ts';
-import { sql } from '../shared/db/pool.ts';
-import { purge } from '../shared/db/retention.ts';
+import { garantirParticoes, removerParticoesExpiradas } from '#shared/db/particoes.ts';
+import { sql } from '#shared/db/pool.ts';
+import { purge } from '#shared/db/retention.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 

@@ -4,10 +4,10 @@
 import { parseList } from 'structured-headers';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { comOrigem } from '../shared/db/origem.ts';
-import { sql } from '../shared/db/pool.ts';
-import { criarEtapa, mudarEtapaItem, mudarPagamento, mudarSituacaoItem, mudarSituacaoPedido, renomearEtapa } from '../shared/db/producao.ts';
-import { PERMISSOES } from '../shared/domain/acesso.ts';
+import { comOrigem } from '#shared/db/origem.ts';
+import { sql } from '#shared/db/pool.ts';
+import { criarEtapa, mudarEtapaItem, mudarPagamento, mudarSituacaoItem, mudarSituacaoPedido, renomearEtapa } from '#shared/db/producao.ts';
+import { PERMISSOES } from '#shared/domain/acesso.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto, semLimites } from './helpers/catalogo.ts';
 import { cotacaoAprovada, novoPedido } from './helpers/cotacoes.ts';

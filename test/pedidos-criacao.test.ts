@@ -3,8 +3,8 @@
 // valor_centavos as cost data, the pedido_producao.criado event and idempotent creation.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sql } from '../shared/db/pool.ts';
-import { PERMISSOES } from '../shared/domain/acesso.ts';
+import { sql } from '#shared/db/pool.ts';
+import { PERMISSOES } from '#shared/domain/acesso.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { criarProdutoCompleto, semLimites, type ProdutoFixture } from './helpers/catalogo.ts';
 import { cotacaoAprovada, eventos, eventosDe, levarA, novaCotacao, SEM_REFERENCIAS } from './helpers/cotacoes.ts';

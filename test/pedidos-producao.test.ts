@@ -3,9 +3,9 @@
 // allowed or refused, and the order events each writer emits exactly once.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { comOrigem } from '../shared/db/origem.ts';
-import { sql } from '../shared/db/pool.ts';
-import { mudarPagamento, mudarSituacaoItem, mudarSituacaoPedido } from '../shared/db/producao.ts';
+import { comOrigem } from '#shared/db/origem.ts';
+import { sql } from '#shared/db/pool.ts';
+import { mudarPagamento, mudarSituacaoItem, mudarSituacaoPedido } from '#shared/db/producao.ts';
 import {
   ITEM_PEDIDO_SITUACOES,
   PAGAMENTO_SITUACOES,
@@ -14,9 +14,9 @@ import {
   TRANSICOES_PAGAMENTO,
   TRANSICOES_PEDIDO,
   type SituacaoPedido,
-} from '../shared/domain/producao.ts';
-import { ApiError } from '../shared/errors.ts';
-import { urlDoEvento } from '../shared/domain/eventos.ts';
+} from '#shared/domain/producao.ts';
+import { ApiError } from '#shared/errors.ts';
+import { urlDoEvento } from '#shared/domain/eventos.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { eventosDe, eventosDesde, levarA, marcaDoOutbox, novaCotacao, novoPedido, SEM_REFERENCIAS } from './helpers/cotacoes.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';

@@ -3,8 +3,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { sql } from '../shared/db/pool.ts';
-import { criarCanal } from '../shared/db/canais.ts';
+import { sql } from '#shared/db/pool.ts';
+import { criarCanal } from '#shared/db/canais.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';

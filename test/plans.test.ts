@@ -6,8 +6,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { sql, type Tx } from '../shared/db/pool.ts';
-import { reserveDeliveries } from '../shared/db/deliveries.ts';
+import { sql, type Tx } from '#shared/db/pool.ts';
+import { reserveDeliveries } from '#shared/db/deliveries.ts';
 import { createTestDatabase, rolledBack, type TestDatabase } from './helpers/db.ts';
 import { addKey, createAccount } from './helpers/fixtures.ts';
 import { admitSequence } from './helpers/limits.ts';

@@ -2,7 +2,7 @@
 // kept, and spaced steps start at least spacingMs apart while one after a quiet moment runs at once.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createLogger } from '../shared/log.ts';
+import { createLogger } from '#shared/log.ts';
 import { startPoller } from '../worker/poller.ts';
 
 const test = suite('worker loops (poller)');

@@ -1,7 +1,7 @@
 // References between the repository's files resolve: a clone can follow every one. Read from every
 // file git tracks (or would add), no database needed. It fails on:
 // - a citation of a document outside the repository: the founding note's sections ("DESIGN" and
-//   "§"), its files, a path into ../shared that leaves the project or does not exist;
+//   "§"), its files, a relative path up out of the project into its sibling shared folder, or one that does not exist;
 // - a document that was removed: the notebook of decisions (now the records of docs/decisions/)
 //   and the copy of the contract (now the integrator's guide);
 // - a repository path (api/, worker/, shared/, sql/, ops/, test/, bench/, docs/ …) that names
@@ -16,7 +16,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { projectRoot } from '../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 import { cannotRun } from './helpers/skip.ts';
 
 const test = suite('references');

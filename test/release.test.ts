@@ -10,8 +10,8 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { projectRoot } from '../shared/config.ts';
-import { codeDependents, codeDir, migrationsDir, readMigrations, release } from '../shared/db/release.ts';
+import { projectRoot } from '#shared/config.ts';
+import { codeDependents, codeDir, migrationsDir, readMigrations, release } from '#shared/db/release.ts';
 import { createEmptyDatabase } from './helpers/db.ts';
 import { catalogSchema, findPgDump, pgDumpSchema } from './helpers/schema.ts';
 

@@ -11,10 +11,10 @@ import { spawn } from 'node:child_process';
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { projectRoot } from '../shared/config.ts';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../shared/db/embedded.ts';
-import { installBossSchema } from '../shared/boss.ts';
-import { release } from '../shared/db/release.ts';
+import { projectRoot } from '#shared/config.ts';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '#shared/db/embedded.ts';
+import { installBossSchema } from '#shared/boss.ts';
+import { release } from '#shared/db/release.ts';
 
 // Runs sharing one server (or one machine) keep apart by TEST_RUN_ID: their databases and their
 // embedded data folders carry it, and each run only drops what it made.

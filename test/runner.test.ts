@@ -10,7 +10,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { projectRoot } from '../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 const test = suite('test runner');
 // Its own run id, so the inner runner's template database never touches this run's databases.

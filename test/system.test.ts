@@ -1,7 +1,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sql } from '../shared/db/pool.ts';
-import { TIPOS_DE_EVENTO } from '../shared/domain/eventos.ts';
+import { sql } from '#shared/db/pool.ts';
+import { TIPOS_DE_EVENTO } from '#shared/domain/eventos.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, createPlan, type TestAccount } from './helpers/fixtures.ts';
 import { clienteDeTeste } from './helpers/cliente.ts';

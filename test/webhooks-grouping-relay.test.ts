@@ -4,8 +4,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { sql, type Tx } from '../shared/db/pool.ts';
-import { relayOutbox } from '../shared/db/outbox.ts';
+import { sql, type Tx } from '#shared/db/pool.ts';
+import { relayOutbox } from '#shared/db/outbox.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { closeGroupingWindows, eventually } from './helpers/receiver.ts';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { sql } from '../shared/db/pool.ts';
+import { sql } from '#shared/db/pool.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { runOps, spawnOps, type OpsResult } from './helpers/ops.ts';

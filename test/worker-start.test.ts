@@ -3,8 +3,8 @@
 // events due to be relayed and due deliveries nobody holds, not what waits for a later time.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sql, type Db, type Tx } from '../shared/db/pool.ts';
-import { somethingWaiting } from '../shared/db/deliveries.ts';
+import { sql, type Db, type Tx } from '#shared/db/pool.ts';
+import { somethingWaiting } from '#shared/db/deliveries.ts';
 import { catchUp } from '../worker/main.ts';
 import { createTestDatabase, rolledBack, type TestDatabase } from './helpers/db.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';

@@ -2,7 +2,7 @@
 // SKIP LOCKED), so several workers never send one message twice unless one dies mid-send.
 import nodemailer from 'nodemailer';
 import { z } from 'zod';
-import { sql } from '../shared/db/pool.ts';
+import { sql } from '#shared/db/pool.ts';
 import type { LoopDeps } from './jobs/types.ts';
 import type { Notifier } from './notifier.ts';
 import { startPoller, type Poller } from './poller.ts';

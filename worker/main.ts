@@ -1,12 +1,12 @@
 // The worker process (Procfile: worker): pg-boss, with its schema in the service's database.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PgBoss } from 'pg-boss';
-import { loadConfigOrExit, type Config } from '../shared/config.ts';
-import { PIPELINE_SESSION_SETTINGS, somethingWaiting } from '../shared/db/deliveries.ts';
-import { garantirParticoes } from '../shared/db/particoes.ts';
-import { assertDatabaseUtf8, createDatabasePool, type Pool } from '../shared/db/pool.ts';
-import { requireDatabaseUrl, stopOnSignals } from '../shared/lifecycle.ts';
-import { createLogger, type Logger } from '../shared/log.ts';
+import { loadConfigOrExit, type Config } from '#shared/config.ts';
+import { PIPELINE_SESSION_SETTINGS, somethingWaiting } from '#shared/db/deliveries.ts';
+import { garantirParticoes } from '#shared/db/particoes.ts';
+import { assertDatabaseUtf8, createDatabasePool, type Pool } from '#shared/db/pool.ts';
+import { requireDatabaseUrl, stopOnSignals } from '#shared/lifecycle.ts';
+import { createLogger, type Logger } from '#shared/log.ts';
 import { startMailer } from './mailer.ts';
 import { Notifier } from './notifier.ts';
 import type { LoopDeps, WorkerDeps } from './jobs/types.ts';
@@ -80,7 +80,7 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
 
 /** pg-boss and the jobs it runs, loaded only now (catchUp): started, with the jobs' names. */
 async function startJobs(databaseUrl: string, loopDeps: LoopDeps): Promise<{ boss: PgBoss; jobs: string[] }> {
-  const [{ createBoss }, { jobs }] = await Promise.all([import('../shared/boss.ts'), import('./jobs/index.ts')]);
+  const [{ createBoss }, { jobs }] = await Promise.all([import('#shared/boss.ts'), import('./jobs/index.ts')]);
   const boss = createBoss(databaseUrl);
   // pg-boss reports its own failures (lost connections, maintenance errors) here; without a
   // listener they would crash the process.

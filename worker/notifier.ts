@@ -1,7 +1,7 @@
 // One dedicated connection LISTENing for the channels the worker's loops wake on. A lost
 // connection is re-established; the loops keep polling meanwhile, so nothing waits on it.
 import pg from 'pg';
-import type { Logger } from '../shared/log.ts';
+import type { Logger } from '#shared/log.ts';
 
 export class Notifier {
   #client: pg.Client | null = null;

@@ -2,7 +2,7 @@
 // interval or a notification, whichever comes first. Steps of one loop never overlap, and may be
 // spaced (spacingMs). A notification that arrives during a step is kept, so work committed
 // meanwhile is never missed.
-import type { Logger } from '../shared/log.ts';
+import type { Logger } from '#shared/log.ts';
 
 export type Poller = { wake(): void; stop(): Promise<void> };
 

@@ -2,8 +2,8 @@
 // (api_admit, sql/code/admission.sql), with the slot releases of the requests this process finished
 // meanwhile. Each request still gets exactly the decision it would get alone.
 import { z } from 'zod';
-import { sql, type Pool } from '../../shared/db/pool.ts';
-import type { Logger } from '../../shared/log.ts';
+import { sql, type Pool } from '#shared/db/pool.ts';
+import type { Logger } from '#shared/log.ts';
 import { Batcher, isUnavailability } from './batcher.ts';
 import { admissionsOf, type AdmissionRow } from './admission-row.ts';
 import { RefusalCache } from './refusal-cache.ts';

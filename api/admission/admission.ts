@@ -2,8 +2,8 @@
 // every limit for the request's cost, in one round trip to PostgreSQL shared with the other
 // requests waiting at that moment (admission-queue.ts); the answer carries everything the response
 // headers need.
-import { hashToken, tokenDoCabecalho } from '../../shared/domain/chaves.ts';
-import { ApiError, escopoInsuficiente, indisponivel, naoAutenticado } from '../../shared/errors.ts';
+import { hashToken, tokenDoCabecalho } from '#shared/domain/chaves.ts';
+import { ApiError, escopoInsuficiente, indisponivel, naoAutenticado } from '#shared/errors.ts';
 import { chargeOf, type AdmissionQueue, type AdmissionRequest } from './admission-queue.ts';
 import type { AdmissionRow } from './admission-row.ts';
 import { minuteClass, rateLimitHeaders, type Charge } from './limits.ts';
@@ -52,7 +52,7 @@ export async function admit(
 }
 
 /**
- * The rest of the price of a list GET admitted as a repetition whose page changed (§8.2: the
+ * The rest of the price of a list GET admitted as a repetition whose page changed (contract §8.2: the
  * repetition's burst token and read are already taken): the list's other units of the burst and
  * the minute, and its month, under every ceiling; refused, it is a 429 like any request.
  */

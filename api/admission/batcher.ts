@@ -10,7 +10,7 @@
 // gets exactly the answer it would get alone, in about twice log2(size) round trips, and a failing
 // batch never floods the pool. Only unavailability (503: the database is down or slow) fails every
 // request of a batch.
-import { ApiError, indisponivel } from '../../shared/errors.ts';
+import { ApiError, indisponivel } from '#shared/errors.ts';
 
 export type BatchPolicy = {
   /** Batches in flight at once. */

@@ -2,7 +2,7 @@
 // (docs/decisions/0001-problem-details-for-every-error.md): when PostgreSQL is unreachable or the
 // pool cannot hand out a connection within its wait budget, requests are answered 503 at once
 // instead of piling up; after a pause one request probes, and success closes the circuit again.
-import { indisponivel } from '../../shared/errors.ts';
+import { indisponivel } from '#shared/errors.ts';
 
 export type BreakerOptions = { failureThreshold: number; openMs: number; waitBudgetMs: number };
 

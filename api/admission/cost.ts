@@ -8,5 +8,5 @@ export type Cost = {
   mes?: number;
 };
 
-/** The cost of reading one resource (§8.2). */
+/** The cost of reading one resource (contract §8.2). */
 export const oneResource = (): Cost => ({ units: 1, classe: 'read' });

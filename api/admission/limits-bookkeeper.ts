@@ -1,8 +1,8 @@
 // What a web process owes the limit counters after its requests: releasing the concurrency slots of
 // finished requests, keeping the slots of running ones alive, and settling what a request was
 // charged beyond its final cost. All of it batched, off the request path.
-import { Nothing, sql, type Pool } from '../../shared/db/pool.ts';
-import type { Logger } from '../../shared/log.ts';
+import { Nothing, sql, type Pool } from '#shared/db/pool.ts';
+import type { Logger } from '#shared/log.ts';
 import type { Settlement } from './limits.ts';
 
 /** Finished requests whose slots are still counted: one entry per request. */

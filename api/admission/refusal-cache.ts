@@ -14,7 +14,7 @@
 // bad neighbour"). Holding costs a timer, not CPU; at most MAX_HELD are held at once, the rest are
 // answered at once.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { clock } from '../../shared/clock.ts';
+import { clock } from '#shared/clock.ts';
 import type { AdmissionRow } from './admission-row.ts';
 
 export const MAX_ENTRIES = 10_000;

@@ -4,7 +4,7 @@
 // decoded with replacement, which would store U+FFFD in place of what the client meant).
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
-import { ApiError, dadosInvalidos } from '../../shared/errors.ts';
+import { ApiError, dadosInvalidos } from '#shared/errors.ts';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 export const BODY_DEADLINE_MS = 5_000;

@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ApiError } from '../../shared/errors.ts';
-import type { Logger } from '../../shared/log.ts';
+import { ApiError } from '#shared/errors.ts';
+import type { Logger } from '#shared/log.ts';
 import { problemBody } from './respond.ts';
 
 function refusal(code: string | undefined): ApiError {

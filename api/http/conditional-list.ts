@@ -1,5 +1,5 @@
 // Conditional lists: every page of a list carries an ETag (its content's), and an If-None-Match
-// that names it is a 304 at the price of §8.2 (1 in the burst, 0 in the month), so a poller that
+// that names it is a 304 at the price of contract §8.2 (1 in the burst, 0 in the month), so a poller that
 // finds nothing new pays nothing against its month. The page is known only once read, so a list GET
 // with If-None-Match is admitted as a repetition (repetition.ts); when its page changed, the rest of
 // its price is charged before it is answered, and a ceiling that refuses the rest makes it a 429.

@@ -3,12 +3,12 @@
 // A route priced by its body reads it before admission; a conditional list whose page changed pays
 // the rest of its price after the handler (conditional-list.ts).
 import type { Request, Response } from 'restify';
-import { ApiError, fromDatabaseError } from '../../shared/errors.ts';
+import { ApiError, fromDatabaseError } from '#shared/errors.ts';
 import { admit } from '../admission/admission.ts';
 import { isUnavailable } from '../admission/breaker.ts';
 import { BODY_DEADLINE_MS, MAX_BODY_BYTES, readJsonBody } from './body.ts';
 import { beginWrite, begunFrom, bodyHash, recordOutcome, recordRefusal, replayedRefusal, type Begun, type KeyedRequest } from '../writes/idempotency.ts';
-import type { Db, Tx } from '../../shared/db/pool.ts';
+import type { Db, Tx } from '#shared/db/pool.ts';
 import type { Caller } from '../admission/caller.ts';
 import { settlementFor, type Billing, type Charge } from '../admission/limits.ts';
 import { jsonBytes } from './compression.ts';

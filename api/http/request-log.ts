@@ -1,7 +1,7 @@
 // The request log (docs/decisions/0021-request-log-partitioned-by-day.md): one row per request,
 // written in batches off the request path, flushed on a timer, when a batch fills, and on shutdown.
-import { Nothing, sql, type Pool } from '../../shared/db/pool.ts';
-import type { Logger } from '../../shared/log.ts';
+import { Nothing, sql, type Pool } from '#shared/db/pool.ts';
+import type { Logger } from '#shared/log.ts';
 
 export type RequestLogEntry = {
   requisicaoId: string;

@@ -1,6 +1,6 @@
 // Writing responses: JSON bodies and RFC 9457 problem details, with the request id on each.
 import type { Response } from 'restify';
-import { ApiError, TITULOS, type ItemRecusado } from '../../shared/errors.ts';
+import { ApiError, TITULOS, type ItemRecusado } from '#shared/errors.ts';
 import { encodeBody } from './compression.ts';
 import type { Reply } from '../routes/types.ts';
 

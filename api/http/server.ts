@@ -1,8 +1,8 @@
 // The restify server: every route of the table through the one pipeline, restify's own errors as
 // problem+json, and a log line plus a request log row for every request.
 import restify, { type Request, type Response } from 'restify';
-import { clock } from '../../shared/clock.ts';
-import { ApiError, indisponivel, metodoNaoPermitido, naoEncontrado } from '../../shared/errors.ts';
+import { clock } from '#shared/clock.ts';
+import { ApiError, indisponivel, metodoNaoPermitido, naoEncontrado } from '#shared/errors.ts';
 import { answerClientErrors } from './client-error.ts';
 import { registerDocs } from '../reference/docs.ts';
 import { buildOpenApi } from '../reference/openapi.ts';

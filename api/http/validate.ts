@@ -1,7 +1,7 @@
 // Validation of path, query, headers and body against a route's zod schemas. Every problem found
 // is reported at once in erros[] of a 400 dados_invalidos.
 import { z } from 'zod';
-import { dadosInvalidos, type CampoInvalido } from '../../shared/errors.ts';
+import { dadosInvalidos, type CampoInvalido } from '#shared/errors.ts';
 
 // Brazilian Portuguese, like every text a client reads (pt is Portugal's: "ficheiro", "demasiado").
 z.config(z.locales.ptBR());

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Marked, type Tokens } from 'marked';
-import { projectRoot } from '../../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 import { GUIA_PATH } from './openapi.ts';
 
 export const GUIA_DIR = path.join(projectRoot, 'docs', 'guia');

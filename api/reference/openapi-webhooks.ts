@@ -1,7 +1,7 @@
 // The `webhooks` section of the OpenAPI document (OpenAPI 3.1): one entry per event type of
 // contract §6.2, each the signed POST a receiver gets, with the §6.1 envelope and its dados.
 import { z } from 'zod';
-import { TIPOS_DE_EVENTO, type TipoEvento } from '../../shared/domain/eventos.ts';
+import { TIPOS_DE_EVENTO, type TipoEvento } from '#shared/domain/eventos.ts';
 
 type JsonSchema = Record<string, unknown>;
 

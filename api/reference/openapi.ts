@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document, derived from the route table: nothing here is written twice.
 import { z } from 'zod';
-import { DESCRICAO_ESCOPO, ESCOPOS } from '../../shared/domain/acesso.ts';
-import { TITULOS, type Codigo } from '../../shared/errors.ts';
+import { DESCRICAO_ESCOPO, ESCOPOS } from '#shared/domain/acesso.ts';
+import { TITULOS, type Codigo } from '#shared/errors.ts';
 import { DELIVERY_DESCRIPTION, webhooksSection } from './openapi-webhooks.ts';
 import type { AnyRoute } from '../routes/types.ts';
 

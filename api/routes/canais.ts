@@ -1,7 +1,7 @@
 // GET /canais: the account's sales channels. The model of a list route: query schema from
 // listQuery, cost from listCost, page from pageClauses/toPage.
 import { z } from 'zod';
-import { listarCanais, type CanalRow } from '../../shared/db/canais.ts';
+import { listarCanais, type CanalRow } from '#shared/db/canais.ts';
 import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from './lists.ts';
 import { defineRoute } from './types.ts';
 

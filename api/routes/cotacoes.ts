@@ -2,10 +2,10 @@
 // draft, change the status. The state machine and the events live in the database, so the API is
 // one more writer among the screen, the customer link and the routine.
 import { z } from 'zod';
-import { lerCotacao, listarCotacoes, criarCotacao, mudarStatusCotacao, type CotacaoRow } from '../../shared/db/cotacoes.ts';
-import type { Db } from '../../shared/db/pool.ts';
-import { ITEM_COTACAO_TIPOS, STATUS_COTACAO, totalConhecido } from '../../shared/domain/cotacoes.ts';
-import { naoEncontrado, totalAcimaDoMaximo, VALOR_MAXIMO_CENTAVOS } from '../../shared/errors.ts';
+import { lerCotacao, listarCotacoes, criarCotacao, mudarStatusCotacao, type CotacaoRow } from '#shared/db/cotacoes.ts';
+import type { Db } from '#shared/db/pool.ts';
+import { ITEM_COTACAO_TIPOS, STATUS_COTACAO, totalConhecido } from '#shared/domain/cotacoes.ts';
+import { naoEncontrado, totalAcimaDoMaximo, VALOR_MAXIMO_CENTAVOS } from '#shared/errors.ts';
 import { idempotencyHeaders } from '../writes/idempotency.ts';
 import { replayHeaders } from '../reference/openapi.ts';
 import { Dia, Instante, ReferenciaExterna, referenciasLidas, referenciasNovas } from './fields.ts';

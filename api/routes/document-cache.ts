@@ -3,8 +3,8 @@
 // catalog's trigger moves both), so a document held at the version a page names is the one the
 // database holds: a page reads its products' versions, and only the documents not held at those
 // versions travel from PostgreSQL. Least recently used first out, within CATALOGO_CACHE_MB.
-import { documentosDosProdutos, paginaDeProdutos, type FiltrosProdutos, type PaginaDeProdutos, type ProdutoNaPagina } from '../../shared/db/produtos.ts';
-import type { Db } from '../../shared/db/pool.ts';
+import { documentosDosProdutos, paginaDeProdutos, type FiltrosProdutos, type PaginaDeProdutos, type ProdutoNaPagina } from '#shared/db/produtos.ts';
+import type { Db } from '#shared/db/pool.ts';
 
 type Entry = { version: number; bytes: Buffer; used: boolean };
 

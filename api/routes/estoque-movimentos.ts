@@ -10,7 +10,7 @@
 // in the pipeline's write transaction; priced 2 units a movement, from its body.
 //
 // GET /estoque/movimentos and GET /estoque/movimentos/{id}: the history, each movement as POST
-// answers it (§2.2, with the external references).
+// answers it (contract §2.2, with the external references).
 import { z } from 'zod';
 import {
   campoDoTipo,
@@ -28,8 +28,8 @@ import {
   type MovimentoPorVariacaoOuSku,
   type MovimentoRow,
   type RecusaDeMovimento,
-} from '../../shared/db/estoque.ts';
-import { ApiError, regraRecusou, type ItemRecusado } from '../../shared/errors.ts';
+} from '#shared/db/estoque.ts';
+import { ApiError, regraRecusou, type ItemRecusado } from '#shared/errors.ts';
 import type { Cost } from '../admission/cost.ts';
 import { Instante, referenciasLidas, referenciasNovas, ReferenciaExterna } from './fields.ts';
 import { idempotencyHeaders } from '../writes/idempotency.ts';

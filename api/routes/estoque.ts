@@ -1,8 +1,8 @@
 // GET /estoque (finished-part balances) and GET /estoque-insumos (supply balances). Both lists
 // follow GET /canais: listQuery plus filters, listCost, keyset pages.
 import { z } from 'zod';
-import { listarSaldos, TIPOS_LOCAL, type SaldoRow } from '../../shared/db/estoque.ts';
-import { listarInsumos, TIPOS_INSUMO, UNIDADES, type InsumoRow } from '../../shared/db/insumos.ts';
+import { listarSaldos, TIPOS_LOCAL, type SaldoRow } from '#shared/db/estoque.ts';
+import { listarInsumos, TIPOS_INSUMO, UNIDADES, type InsumoRow } from '#shared/db/insumos.ts';
 import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from './lists.ts';
 import { exemploSaldo, exemploSaldoInsumo } from './exemplos.ts';
 import { defineRoute } from './types.ts';

@@ -4,12 +4,12 @@
 // Idempotency-Key reads the answer kept, not the deliveries again.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { notifyDeliveriesDue } from '../../shared/db/delivery-ops.ts';
-import { entregasNestaHora } from '../../shared/db/eventos.ts';
-import { guardarResposta, lerResposta, RECUPERACAO, recuperar, type FiltroRecuperacao, type Recuperado } from '../../shared/db/recuperacao.ts';
-import { lerEndpoint } from '../../shared/db/webhooks.ts';
-import { TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
-import { dadosInvalidos, regraRecusou } from '../../shared/errors.ts';
+import { notifyDeliveriesDue } from '#shared/db/delivery-ops.ts';
+import { entregasNestaHora } from '#shared/db/eventos.ts';
+import { guardarResposta, lerResposta, RECUPERACAO, recuperar, type FiltroRecuperacao, type Recuperado } from '#shared/db/recuperacao.ts';
+import { lerEndpoint } from '#shared/db/webhooks.ts';
+import { TIPOS_DE_EVENTO } from '#shared/domain/eventos.ts';
+import { dadosInvalidos, regraRecusou } from '#shared/errors.ts';
 import type { Caller } from '../admission/caller.ts';
 import { Instante } from './fields.ts';
 import { idempotencyHeaders } from '../writes/idempotency.ts';

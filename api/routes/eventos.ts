@@ -1,17 +1,17 @@
-// The event log (issue 19, items 1 and 2): the account's events in the §6.1 envelope the webhooks
+// The event log (issue 19, items 1 and 2): the account's events in the contract's §6.1 envelope the webhooks
 // deliver, every delivery attempt of one, and self-service redelivery. A key sees exactly the events
 // its creator would receive at an endpoint of their own (contract §6.2's last column, the fan-out's
 // own rule: shared/db/outbox.ts); any other id, of another account or not, is 404.
 import { z } from 'zod';
-import { RETENTION } from '../../shared/db/retention.ts';
-import { entregasAosDestinos, entregasNestaHora, lerEvento, listarEventos, listarTentativasDoEvento, type EventoRow, type Leitor } from '../../shared/db/eventos.ts';
-import { notifyDeliveriesDue } from '../../shared/db/delivery-ops.ts';
-import { replayEvent } from '../../shared/db/outbox.ts';
-import type { Db } from '../../shared/db/pool.ts';
-import { lerEndpoint } from '../../shared/db/webhooks.ts';
-import { montarEnvelope } from '../../shared/domain/envelope.ts';
-import { TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
-import { dadosInvalidos, naoEncontrado, regraRecusou } from '../../shared/errors.ts';
+import { RETENTION } from '#shared/db/retention.ts';
+import { entregasAosDestinos, entregasNestaHora, lerEvento, listarEventos, listarTentativasDoEvento, type EventoRow, type Leitor } from '#shared/db/eventos.ts';
+import { notifyDeliveriesDue } from '#shared/db/delivery-ops.ts';
+import { replayEvent } from '#shared/db/outbox.ts';
+import type { Db } from '#shared/db/pool.ts';
+import { lerEndpoint } from '#shared/db/webhooks.ts';
+import { montarEnvelope } from '#shared/domain/envelope.ts';
+import { TIPOS_DE_EVENTO } from '#shared/domain/eventos.ts';
+import { dadosInvalidos, naoEncontrado, regraRecusou } from '#shared/errors.ts';
 import type { Caller } from '../admission/caller.ts';
 import { Instante } from './fields.ts';
 import { idempotencyHeaders } from '../writes/idempotency.ts';

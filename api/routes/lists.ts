@@ -1,6 +1,6 @@
 // Lists (docs/decisions/0024-representations-lists-and-filters.md) at the HTTP edge: the
 // envelope { dados, proximo_cursor }, the common query parameters (limite 1-100, default 25; cursor;
-// atualizado_desde), the cost of §8.2, and the cursor. The SQL side of paging is
+// atualizado_desde), the cost of contract §8.2, and the cursor. The SQL side of paging is
 // shared/db/paging.ts.
 //
 // A cursor is opaque to clients: base64url of [sort value, id, binding]. It is checked whole when it
@@ -9,7 +9,7 @@
 // 400 rather than a page of something else.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { cutPage, type Posicao } from '../../shared/db/paging.ts';
+import { cutPage, type Posicao } from '#shared/db/paging.ts';
 import type { Cost } from '../admission/cost.ts';
 import { conditionalHeaders } from '../http/etag.ts';
 import { Instante } from './fields.ts';
@@ -157,7 +157,7 @@ export function listCost(raw: URLSearchParams): Cost {
 
 /**
  * What every list declares: its page carries an ETag, and an If-None-Match that names it is a 304
- * at the price of §8.2 (1 in the burst, 0 in the month): a poller that finds nothing new pays
+ * at the price of contract §8.2 (1 in the burst, 0 in the month): a poller that finds nothing new pays
  * nothing against its month (api/http/conditional-list.ts).
  */
 export const conditionalList = { conditional: { lista: true }, headers: conditionalHeaders } as const;

@@ -2,8 +2,8 @@
 // (docs/decisions/0007-keys-scopes-and-permissions.md): present only when the key's creator holds
 // custos.ver, absent (not null) otherwise.
 import { z } from 'zod';
-import { listarMateriais, TIPOS_MATERIAL, type MaterialRow } from '../../shared/db/materiais.ts';
-import { PERMISSAO_CUSTOS } from '../../shared/domain/acesso.ts';
+import { listarMateriais, TIPOS_MATERIAL, type MaterialRow } from '#shared/db/materiais.ts';
+import { PERMISSAO_CUSTOS } from '#shared/domain/acesso.ts';
 import { conditionalList, listResponses, envelope, listCost, listQuery, toPage } from './lists.ts';
 import { exemploMaterial } from './exemplos.ts';
 import { defineRoute } from './types.ts';

@@ -3,10 +3,10 @@
 // and only when the key's creator holds custos.ver; absent otherwise, never null. Orders change
 // situacao in the application, not here.
 import { z } from 'zod';
-import { criarPedido, listarPedidos } from '../../shared/db/pedidos.ts';
-import { lerRepresentacao } from '../../shared/db/representacoes.ts';
-import type { Db } from '../../shared/db/pool.ts';
-import { PERMISSAO_CUSTOS } from '../../shared/domain/acesso.ts';
+import { criarPedido, listarPedidos } from '#shared/db/pedidos.ts';
+import { lerRepresentacao } from '#shared/db/representacoes.ts';
+import type { Db } from '#shared/db/pool.ts';
+import { PERMISSAO_CUSTOS } from '#shared/domain/acesso.ts';
 import {
   ITEM_PEDIDO_SITUACOES,
   ITEM_PEDIDO_TIPOS,
@@ -15,13 +15,13 @@ import {
   PEDIDO_TIPOS,
   PRIORIDADES,
   SITUACOES_PEDIDO,
-} from '../../shared/domain/producao.ts';
-import { escopoInsuficiente, naoEncontrado } from '../../shared/errors.ts';
+} from '#shared/domain/producao.ts';
+import { escopoInsuficiente, naoEncontrado } from '#shared/errors.ts';
 import { idempotencyHeaders } from '../writes/idempotency.ts';
 import { replayHeaders } from '../reference/openapi.ts';
 import { Dia, ReferenciaExterna, referenciasLidas, referenciasNovas } from './fields.ts';
 import { conditionalList, listResponses, envelope, jsonPage, listCost, listQuery } from './lists.ts';
-import { cutPage } from '../../shared/db/paging.ts';
+import { cutPage } from '#shared/db/paging.ts';
 import { Centavos, DataHora, Id, NomeItem, Quantidade } from './cotacoes-campos.ts';
 import { exemploNovoPedido, exemploPedido, exemploPedidoEstoque } from './exemplos.ts';
 import type { Caller } from '../admission/caller.ts';

@@ -5,7 +5,7 @@
 // PostgreSQL keeps them, most of them from those this process already holds
 // (api/routes/document-cache.ts).
 import { z } from 'zod';
-import { lerProduto } from '../../shared/db/produtos.ts';
+import { lerProduto } from '#shared/db/produtos.ts';
 import { paginaDeDocumentos } from './document-cache.ts';
 import { conditionalList, listResponses, envelope, jsonPage, LIMITE_MAXIMO, LIMITE_PADRAO, listQuery, pageTail } from './lists.ts';
 import { etagForVersions } from '../http/etag.ts';

@@ -1,11 +1,11 @@
 // Routes without a scope: health, the caller's account and key, and the event type catalog.
 import { z } from 'zod';
-import { lerChave } from '../../shared/db/chaves.ts';
-import { lerPlanoDaConta, Plano } from '../../shared/db/contas.ts';
-import { sql } from '../../shared/db/pool.ts';
-import { ESCOPOS, PERMISSOES } from '../../shared/domain/acesso.ts';
-import { PRODUTOS_ATE_EVENTOS_POR_PRODUTO, TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
-import { clock } from '../../shared/clock.ts';
+import { lerChave } from '#shared/db/chaves.ts';
+import { lerPlanoDaConta, Plano } from '#shared/db/contas.ts';
+import { sql } from '#shared/db/pool.ts';
+import { ESCOPOS, PERMISSOES } from '#shared/domain/acesso.ts';
+import { PRODUTOS_ATE_EVENTOS_POR_PRODUTO, TIPOS_DE_EVENTO } from '#shared/domain/eventos.ts';
+import { clock } from '#shared/clock.ts';
 import type { Cost } from '../admission/cost.ts';
 import { conditionalList, listResponses, envelope, fixedListQuery, fixedPage, listCost } from './lists.ts';
 import { defineRoute } from './types.ts';

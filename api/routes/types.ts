@@ -2,10 +2,10 @@
 // endpoint: restify registration, validation, authorization, cost and the OpenAPI document all
 // read it.
 import type { z } from 'zod';
-import type { Escopo, Permissao } from '../../shared/domain/acesso.ts';
-import type { Config } from '../../shared/config.ts';
-import type { Db, Pool } from '../../shared/db/pool.ts';
-import type { Logger } from '../../shared/log.ts';
+import type { Escopo, Permissao } from '#shared/domain/acesso.ts';
+import type { Config } from '#shared/config.ts';
+import type { Db, Pool } from '#shared/db/pool.ts';
+import type { Logger } from '#shared/log.ts';
 import type { CircuitBreaker } from '../admission/breaker.ts';
 import type { AdmissionQueue } from '../admission/admission-queue.ts';
 import type { Registro } from '../admission/admission-row.ts';
@@ -105,7 +105,7 @@ export type RouteDef<P extends Schema | undefined, Q extends Schema | undefined,
   scope: Escopo | null;
   permission: Permissao | null;
   /**
-   * Cost of §8.2, decided before validation (a refused request is charged too) from the raw
+   * Cost of contract §8.2, decided before validation (a refused request is charged too) from the raw
    * query string.
    */
   cost: (rawQuery: URLSearchParams) => Cost;

@@ -5,9 +5,9 @@
 // answered without reading the record. A record whose representation PostgreSQL builds
 // (sql/code/representacoes.sql) comes with admission's answer and is sent as it came.
 import { z } from 'zod';
-import { naoEncontrado } from '../../shared/errors.ts';
-import type { Db } from '../../shared/db/pool.ts';
-import { lerRepresentacao } from '../../shared/db/representacoes.ts';
+import { naoEncontrado } from '#shared/errors.ts';
+import type { Db } from '#shared/db/pool.ts';
+import { lerRepresentacao } from '#shared/db/representacoes.ts';
 import type { Caller } from '../admission/caller.ts';
 import { oneResource } from '../admission/cost.ts';
 import { conditionalHeaders, conditionalReply, etagFor, ifNoneMatchMatches, versionsIn } from '../http/etag.ts';

@@ -13,8 +13,8 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { parseItem } from 'structured-headers';
 import { z } from 'zod';
-import { Nothing, sql, type Db } from '../../shared/db/pool.ts';
-import { ApiError, type ItemRecusado, type Motivo } from '../../shared/errors.ts';
+import { Nothing, sql, type Db } from '#shared/db/pool.ts';
+import { ApiError, type ItemRecusado, type Motivo } from '#shared/errors.ts';
 import type { Caller } from '../admission/caller.ts';
 
 export const IDEMPOTENCY_KEY_MAX = 64;

@@ -5,8 +5,8 @@
 // work itself, not bookkeeping.
 import type { FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import { sql, type Pool } from '../../shared/db/pool.ts';
-import type { Logger } from '../../shared/log.ts';
+import { sql, type Pool } from '#shared/db/pool.ts';
+import type { Logger } from '#shared/log.ts';
 import { Batcher } from '../admission/batcher.ts';
 import type { CircuitBreaker } from '../admission/breaker.ts';
 

@@ -2,12 +2,12 @@
 // multiple), parts, price tiers per channel, materials and colors. Database triggers emit the
 // catalog events whoever writes, so these commands emit them too.
 import { z } from 'zod';
-import { criarCanal } from '../../shared/db/canais.ts';
+import { criarCanal } from '#shared/db/canais.ts';
 import {
   alterarCanal, alterarParte, lerCanal, alterarProduto, alterarVariacao, criarParte, criarProduto, criarVariacao, definirPrecos,
-} from '../../shared/db/catalogo.ts';
-import { alterarCor, alterarMaterial, criarCor, criarMaterial, TIPOS_MATERIAL } from '../../shared/db/materiais.ts';
-import { lerProduto } from '../../shared/db/produtos.ts';
+} from '#shared/db/catalogo.ts';
+import { alterarCor, alterarMaterial, criarCor, criarMaterial, TIPOS_MATERIAL } from '#shared/db/materiais.ts';
+import { lerProduto } from '#shared/db/produtos.ts';
 import { defineCommand, list, UsageError } from '../command.ts';
 
 const booleano = z.enum(['true', 'false']).transform((v) => v === 'true');

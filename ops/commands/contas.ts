@@ -1,8 +1,8 @@
 // Accounts, users and API keys, as the application's screen manages them.
 import { z } from 'zod';
-import { criarChave, listarChaves, revogarChave } from '../../shared/db/chaves.ts';
-import { alterarConta, criarConta, criarUsuario, definirPermissoes, listarContas, listarUsuarios } from '../../shared/db/contas.ts';
-import { ESCOPOS, PERMISSOES } from '../../shared/domain/acesso.ts';
+import { criarChave, listarChaves, revogarChave } from '#shared/db/chaves.ts';
+import { alterarConta, criarConta, criarUsuario, definirPermissoes, listarContas, listarUsuarios } from '#shared/db/contas.ts';
+import { ESCOPOS, PERMISSOES } from '#shared/domain/acesso.ts';
 import { defineCommand, list, UsageError } from '../command.ts';
 
 const booleano = z.enum(['true', 'false']).transform((v) => v === 'true');

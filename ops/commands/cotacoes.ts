@@ -3,13 +3,13 @@
 // anonymization of a customer (data-protection law). Each runs in one transaction declaring its
 // origem (tela, link or rotina), so the triggers' events say who made the change.
 import { z } from 'zod';
-import { anonimizarCliente } from '../../shared/db/anonimizacao.ts';
-import { abrirLink, linkDaCotacao, pedirFechamento } from '../../shared/db/cotacao-link.ts';
-import { criarCotacao, lerCotacao, mudarStatusCotacao, type NovoItemCotacao } from '../../shared/db/cotacoes.ts';
-import { expirarCotacoes } from '../../shared/db/cotacoes-expiracao.ts';
-import { comOrigem } from '../../shared/db/origem.ts';
-import type { Pool } from '../../shared/db/pool.ts';
-import type { StatusCotacao } from '../../shared/domain/cotacoes.ts';
+import { anonimizarCliente } from '#shared/db/anonimizacao.ts';
+import { abrirLink, linkDaCotacao, pedirFechamento } from '#shared/db/cotacao-link.ts';
+import { criarCotacao, lerCotacao, mudarStatusCotacao, type NovoItemCotacao } from '#shared/db/cotacoes.ts';
+import { expirarCotacoes } from '#shared/db/cotacoes-expiracao.ts';
+import { comOrigem } from '#shared/db/origem.ts';
+import type { Pool } from '#shared/db/pool.ts';
+import type { StatusCotacao } from '#shared/domain/cotacoes.ts';
 import { defineCommand, UsageError, type Command } from '../command.ts';
 
 const booleano = z.enum(['true', 'false']).transform((v) => v === 'true');

@@ -4,10 +4,10 @@
 import { z } from 'zod';
 import {
   campoDoTipo, criarLocalConsignado, listarLocais, listarSaldos, MOTIVOS_MOVIMENTO, movimentar, OBSERVACAO_MAXIMA, QUANTIDADE_MAXIMA, TIPOS_MOVIMENTO,
-} from '../../shared/db/estoque.ts';
-import { alterarInsumo, criarInsumo, listarInsumos, moverInsumo, TIPOS_INSUMO, UNIDADES, type MovimentoInsumo } from '../../shared/db/insumos.ts';
-import { cutPage, type Pagina, type Posicao } from '../../shared/db/paging.ts';
-import type { Pool } from '../../shared/db/pool.ts';
+} from '#shared/db/estoque.ts';
+import { alterarInsumo, criarInsumo, listarInsumos, moverInsumo, TIPOS_INSUMO, UNIDADES, type MovimentoInsumo } from '#shared/db/insumos.ts';
+import { cutPage, type Pagina, type Posicao } from '#shared/db/paging.ts';
+import type { Pool } from '#shared/db/pool.ts';
 import { defineCommand, UsageError } from '../command.ts';
 
 const inteiro = (min: number, max: number) => z.coerce.number().int().min(min).max(max);

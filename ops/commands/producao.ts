@@ -2,11 +2,11 @@
 // situacao and payment, item situacao and stage, and the account's stages. Each runs in one
 // transaction with origem 'tela', so pedido_producao.situacao_mudou says who made the change.
 import { z } from 'zod';
-import { comOrigem } from '../../shared/db/origem.ts';
-import { criarPedido } from '../../shared/db/pedidos.ts';
-import { lerRepresentacao } from '../../shared/db/representacoes.ts';
-import { PERMISSOES } from '../../shared/domain/acesso.ts';
-import type { Pool } from '../../shared/db/pool.ts';
+import { comOrigem } from '#shared/db/origem.ts';
+import { criarPedido } from '#shared/db/pedidos.ts';
+import { lerRepresentacao } from '#shared/db/representacoes.ts';
+import { PERMISSOES } from '#shared/domain/acesso.ts';
+import type { Pool } from '#shared/db/pool.ts';
 import {
   criarEtapa,
   listarEtapas,
@@ -15,8 +15,8 @@ import {
   mudarSituacaoItem,
   mudarSituacaoPedido,
   renomearEtapa,
-} from '../../shared/db/producao.ts';
-import { ITEM_PEDIDO_SITUACOES, PAGAMENTO_SITUACOES, PRIORIDADES, SITUACOES_PEDIDO } from '../../shared/domain/producao.ts';
+} from '#shared/db/producao.ts';
+import { ITEM_PEDIDO_SITUACOES, PAGAMENTO_SITUACOES, PRIORIDADES, SITUACOES_PEDIDO } from '#shared/domain/producao.ts';
 import { defineCommand, UsageError, type Command } from '../command.ts';
 
 /** The order as the API represents it to a caller holding every permission, with its version. */

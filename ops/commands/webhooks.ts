@@ -2,9 +2,9 @@
 // re-enable endpoints, rotate a secret, send webhook.teste, list deliveries, attempts and failures,
 // replay one event or every failed delivery since a time, and throttle an endpoint.
 import { z } from 'zod';
-import { listDeliveries, listFailedDeliveries, listAttempts, notifyDeliveriesDue, redeliverFailures } from '../../shared/db/delivery-ops.ts';
-import { eventExists, replayEvent } from '../../shared/db/outbox.ts';
-import { setThrottle } from '../../shared/db/throttle.ts';
+import { listDeliveries, listFailedDeliveries, listAttempts, notifyDeliveriesDue, redeliverFailures } from '#shared/db/delivery-ops.ts';
+import { eventExists, replayEvent } from '#shared/db/outbox.ts';
+import { setThrottle } from '#shared/db/throttle.ts';
 import {
   criarEndpoint,
   desativarEndpoints,
@@ -13,9 +13,9 @@ import {
   listarEndpoints,
   reativarEndpoint,
   rotacionarSegredo,
-} from '../../shared/db/webhooks.ts';
-import { TIPOS_DE_EVENTO } from '../../shared/domain/eventos.ts';
-import { checkUrlHost } from '../../shared/ssrf.ts';
+} from '#shared/db/webhooks.ts';
+import { TIPOS_DE_EVENTO } from '#shared/domain/eventos.ts';
+import { checkUrlHost } from '#shared/ssrf.ts';
 import { defineCommand, list, UsageError } from '../command.ts';
 
 const TIPOS = TIPOS_DE_EVENTO.map((t) => t.tipo) as [string, ...string[]];

@@ -4,7 +4,7 @@
 // Each figure comes from the request log, the pipeline's tables or an operator view (README,
 // "Operator views"), so what the screen says can be checked against them.
 import { z } from 'zod';
-import { sql, type Db } from '../../shared/db/pool.ts';
+import { sql, type Db } from '#shared/db/pool.ts';
 
 /** How many minutes the per-minute series cover (the current minute last). */
 export const MINUTES = 15;

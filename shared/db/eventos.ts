@@ -11,7 +11,7 @@ import { sql, type Db } from './pool.ts';
 /** Who reads the log: the key's account and the user who created the key. */
 export type Leitor = { contaId: string; usuarioId: string };
 
-/** What the §6.1 envelope is built from (shared/domain/envelope.ts), as the worker reads it to deliver. */
+/** What the contract's §6.1 envelope is built from (shared/domain/envelope.ts), as the worker reads it to deliver. */
 export const EventoRow = z.object({
   id: z.string(),
   tipo: z.string(),

@@ -13,7 +13,7 @@ export type TipoEvento = {
   agrupado: boolean;
   /** Resource path under {base_url}, from the event's dados; null for webhook.teste. */
   caminho: (dados: Record<string, unknown>) => string | null;
-  /** The dados the contract promises; receivers must tolerate fields added later (§9.3). */
+  /** The dados the contract promises; receivers must tolerate fields added later (contract §9.3). */
   dados: z.ZodObject;
 };
 

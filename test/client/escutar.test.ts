@@ -10,7 +10,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import type { Printfarm } from '../../client/src/index.ts';
-import { sql } from '../../shared/db/pool.ts';
+import { sql } from '#shared/db/pool.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { semLimites } from '../helpers/catalogo.ts';
 import { clienteDeTeste } from '../helpers/cliente.ts';

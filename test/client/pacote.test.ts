@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { VERSAO } from '../../client/src/index.ts';
-import { projectRoot } from '../../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 import { clientTypes, clientTypesPath, committedPath } from '../../ops/openapi.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { clienteDeTeste } from '../helpers/cliente.ts';

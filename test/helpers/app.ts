@@ -1,9 +1,9 @@
 // The service under test: a real restify server on a free port over the suite's own database.
-import { loadConfig, type Config } from '../../shared/config.ts';
-import { createLogger, type Logger } from '../../shared/log.ts';
+import { loadConfig, type Config } from '#shared/config.ts';
+import { createLogger, type Logger } from '#shared/log.ts';
 import { startWeb, type RunningWeb } from '../../api/main.ts';
 import { startWorker, type RunningWorker } from '../../worker/main.ts';
-import { freePort } from '../../shared/db/embedded.ts';
+import { freePort } from '#shared/db/embedded.ts';
 import { routes } from '../../api/routes/index.ts';
 import type { AnyRoute } from '../../api/routes/types.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';

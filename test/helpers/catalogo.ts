@@ -1,9 +1,9 @@
 // Catalog and stock fixtures, made through the same queries the operator CLI uses (the screen's
 // writes), so tests read back what an operator would have made.
-import { criarCanal } from '../../shared/db/canais.ts';
-import { criarParte, criarProduto, criarVariacao, definirPrecos } from '../../shared/db/catalogo.ts';
-import { movimentar } from '../../shared/db/estoque.ts';
-import { sql, type Db, type Pool } from '../../shared/db/pool.ts';
+import { criarCanal } from '#shared/db/canais.ts';
+import { criarParte, criarProduto, criarVariacao, definirPrecos } from '#shared/db/catalogo.ts';
+import { movimentar } from '#shared/db/estoque.ts';
+import { sql, type Db, type Pool } from '#shared/db/pool.ts';
 
 let counter = 0;
 const unique = () => `${Date.now().toString(36)}${(++counter).toString(36)}`.toUpperCase();

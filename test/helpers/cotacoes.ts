@@ -1,11 +1,11 @@
 // Quotation and order fixtures and outbox readers for the cotacoes*/pedidos* suites. Fixtures go
 // through the same queries the API and the operator CLI use, inside comOrigem like the CLI.
 import { z } from 'zod';
-import { criarCotacao, mudarStatusCotacao, type NovaCotacao } from '../../shared/db/cotacoes.ts';
-import { comOrigem } from '../../shared/db/origem.ts';
-import { criarPedido, type NovoPedido } from '../../shared/db/pedidos.ts';
-import { sql, type Db, type Pool } from '../../shared/db/pool.ts';
-import type { StatusCotacao } from '../../shared/domain/cotacoes.ts';
+import { criarCotacao, mudarStatusCotacao, type NovaCotacao } from '#shared/db/cotacoes.ts';
+import { comOrigem } from '#shared/db/origem.ts';
+import { criarPedido, type NovoPedido } from '#shared/db/pedidos.ts';
+import { sql, type Db, type Pool } from '#shared/db/pool.ts';
+import type { StatusCotacao } from '#shared/domain/cotacoes.ts';
 
 export type Evento = { tipo: string; dados: Record<string, any> };
 

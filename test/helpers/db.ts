@@ -1,8 +1,8 @@
 // A fresh database per suite, cloned from the migrated template that test/run.ts prepared.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createDatabasePool, type Pool, type Tx } from '../../shared/db/pool.ts';
-import { applyDatabaseSettings } from '../../shared/db/release.ts';
+import { createDatabasePool, type Pool, type Tx } from '#shared/db/pool.ts';
+import { applyDatabaseSettings } from '#shared/db/release.ts';
 
 function env(name: string): string {
   const value = process.env[name];

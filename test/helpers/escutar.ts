@@ -2,7 +2,7 @@
 // of its own, its output read line by line.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { projectRoot } from '../../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 export type Comando = {
   linhas: string[];

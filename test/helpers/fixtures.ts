@@ -1,8 +1,8 @@
 // Accounts, users and keys for tests, made through the same queries the operator CLI uses.
-import { criarChave } from '../../shared/db/chaves.ts';
-import { criarConta, criarUsuario } from '../../shared/db/contas.ts';
-import { sql, type Db } from '../../shared/db/pool.ts';
-import { ESCOPOS, PERMISSOES, type Escopo, type Permissao } from '../../shared/domain/acesso.ts';
+import { criarChave } from '#shared/db/chaves.ts';
+import { criarConta, criarUsuario } from '#shared/db/contas.ts';
+import { sql, type Db } from '#shared/db/pool.ts';
+import { ESCOPOS, PERMISSOES, type Escopo, type Permissao } from '#shared/domain/acesso.ts';
 
 export type TestAccount = { contaId: string; usuarioId: string; chaveId: string; token: string };
 

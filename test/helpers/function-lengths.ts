@@ -6,7 +6,7 @@ import { stripTypeScriptTypes } from 'node:module';
 import path from 'node:path';
 import { parse, type Node } from 'acorn';
 import { ancestor } from 'acorn-walk';
-import { projectRoot } from '../../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 export type FunctionSpan = { file: string; line: number; name: string; lines: number };
 

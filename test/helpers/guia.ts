@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { GUIA_DIR } from '../../api/reference/guia.ts';
-import { projectRoot } from '../../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 export type Pagina = { arquivo: string; markdown: string };
 export type Bloco = { arquivo: string; linha: number; lang: string; marcas: Record<string, string>; codigo: string };

@@ -2,9 +2,9 @@
 // inside one transaction when a test needs the database clock to stand still (now() is fixed within
 // a transaction).
 import { z } from 'zod';
-import { hashToken } from '../../shared/domain/chaves.ts';
+import { hashToken } from '#shared/domain/chaves.ts';
 import { AdmissionRow, admissionsOf } from '../../api/admission/admission-row.ts';
-import { sql, type Db } from '../../shared/db/pool.ts';
+import { sql, type Db } from '#shared/db/pool.ts';
 import type { Prova } from '../../api/admission/admission-row.ts';
 
 export const Admission = z.object({

@@ -1,6 +1,6 @@
 // A logger whose JSON lines a suite can read: what the service logged, parsed, in order.
 import { Writable } from 'node:stream';
-import { createLogger, type Logger } from '../../shared/log.ts';
+import { createLogger, type Logger } from '#shared/log.ts';
 
 export function capturedLog(level = 'info'): { log: Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];

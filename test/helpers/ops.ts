@@ -5,7 +5,7 @@
 // keep-alive sockets on time) while a command runs.
 import { execFile } from 'node:child_process';
 import { runCli } from '../../ops/run-cli.ts';
-import { projectRoot } from '../../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 export type OpsResult = { code: number; json: any; stdout: string; stderr: string };
 /** Variables beyond DATABASE_URL, as strings, as a shell would pass them. */

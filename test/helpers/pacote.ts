@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { chmod, cp, mkdir, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { projectRoot } from '../../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 const run = promisify(execFile);
 export const CLIENTE_DIR = path.join(projectRoot, 'client');

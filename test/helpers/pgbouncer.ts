@@ -4,7 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../shared/db/embedded.ts';
+import { freePort } from '#shared/db/embedded.ts';
 
 export type PgBouncer = {
   port: number;

@@ -2,8 +2,8 @@
 // check what operators and purges see (retention, operator views) without waiting for the worker.
 // Ages are PostgreSQL intervals ('31 days', '90 minutes'), counted back from the database's now().
 import { z } from 'zod';
-import { sql, type Db } from '../../shared/db/pool.ts';
-import { criarEndpoint } from '../../shared/db/webhooks.ts';
+import { sql, type Db } from '#shared/db/pool.ts';
+import { criarEndpoint } from '#shared/db/webhooks.ts';
 import type { TestAccount } from './fixtures.ts';
 
 const Id = z.object({ id: z.string() });

@@ -3,9 +3,9 @@
 import { z } from 'zod';
 import { oneResource } from '../../api/admission/cost.ts';
 import { defineRoute } from '../../api/routes/types.ts';
-import { sql } from '../../shared/db/pool.ts';
-import { criarCanal } from '../../shared/db/canais.ts';
-import { naoEncontrado, regraRecusou } from '../../shared/errors.ts';
+import { sql } from '#shared/db/pool.ts';
+import { criarCanal } from '#shared/db/canais.ts';
+import { naoEncontrado, regraRecusou } from '#shared/errors.ts';
 import { conditionalHeaders, conditionalReply, etagFor } from '../../api/http/etag.ts';
 import { idempotencyHeaders } from '../../api/writes/idempotency.ts';
 

@@ -6,9 +6,9 @@
 import type { FragmentSqlToken, ListSqlToken } from 'slonik';
 import { z } from 'zod';
 import { toPage } from '../../api/routes/lists.ts';
-import { pageClauses } from '../../shared/db/paging.ts';
-import { sql, type Db } from '../../shared/db/pool.ts';
-import { Variacao, type FiltrosProdutos } from '../../shared/db/produtos.ts';
+import { pageClauses } from '#shared/db/paging.ts';
+import { sql, type Db } from '#shared/db/pool.ts';
+import { Variacao, type FiltrosProdutos } from '#shared/db/produtos.ts';
 
 export const ProdutoRow = z.object({
   id: z.string(),

@@ -4,9 +4,9 @@
 import http from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
-import { freePort } from '../../shared/db/embedded.ts';
-import { sql, type Db } from '../../shared/db/pool.ts';
-import { criarEndpoint, type Endpoint } from '../../shared/db/webhooks.ts';
+import { freePort } from '#shared/db/embedded.ts';
+import { sql, type Db } from '#shared/db/pool.ts';
+import { criarEndpoint, type Endpoint } from '#shared/db/webhooks.ts';
 
 export type Received = {
   path: string;

@@ -2,7 +2,7 @@
 // its own on the suite's database, its output kept for a failure's message, and added to `children`
 // so the suite can kill what is left when it ends.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { projectRoot } from '../../shared/config.ts';
+import { projectRoot } from '#shared/config.ts';
 
 export type RoleProcess = ChildProcess & { output: () => string };
 

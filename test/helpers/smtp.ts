@@ -1,6 +1,6 @@
 // A real SMTP receiver (smtp-server) on loopback, collecting what the service sends.
 import { SMTPServer } from 'smtp-server';
-import { freePort } from '../../shared/db/embedded.ts';
+import { freePort } from '#shared/db/embedded.ts';
 
 export type ReceivedMail = { from: string; to: string[]; raw: string };
 

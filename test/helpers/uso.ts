@@ -1,7 +1,7 @@
 // What a call was charged: the month counter and the burst bucket of a key, read from the
 // database after the process settled (settlements are batched a few milliseconds later).
 import { z } from 'zod';
-import { sql, type Db } from '../../shared/db/pool.ts';
+import { sql, type Db } from '#shared/db/pool.ts';
 import { createPlan } from './fixtures.ts';
 
 export type Uso = { mes: number; tokens: number; at: number };

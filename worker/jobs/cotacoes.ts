@@ -2,7 +2,7 @@
 // their validade become expirada (events with origem.via 'rotina'). validade is a date in each
 // account's time zone, so the job runs every hour and each account's quotations expire within the
 // first hour of their next local day.
-import { expirarCotacoes } from '../../shared/db/cotacoes-expiracao.ts';
+import { expirarCotacoes } from '#shared/db/cotacoes-expiracao.ts';
 import type { JobDef } from './types.ts';
 
 export const cotacoesExpiracao: JobDef = {

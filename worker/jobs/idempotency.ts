@@ -2,7 +2,7 @@
 // deletes expired ones in batches. An expired record is never replayed even before it is deleted
 // (the claim reads only live ones), so the purge only bounds the table. What POST /eventos/recuperar
 // answered goes with them: only a repetition of its key reads it.
-import { purge } from '../../shared/db/retention.ts';
+import { purge } from '#shared/db/retention.ts';
 import type { JobDef } from './types.ts';
 
 export const idempotencyPurge: JobDef = {

@@ -1,6 +1,6 @@
 // Every few hours: the partitions of the tables partitioned by day, a week ahead
 // (shared/db/particoes.ts). Running in two workers at once, each day's partition is still made once.
-import { garantirParticoes } from '../../shared/db/particoes.ts';
+import { garantirParticoes } from '#shared/db/particoes.ts';
 import type { JobDef } from './types.ts';
 
 export const particoesAdiante: JobDef = {

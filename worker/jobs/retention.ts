@@ -1,7 +1,7 @@
 // Daily: the request log after 30 days, by dropping its days' partitions (and deleting, in batches,
 // what the default partition kept of those days), and the suspensions of keys (shared/db/retention.ts).
-import { removerParticoesExpiradas } from '../../shared/db/particoes.ts';
-import { purge, RETENTION } from '../../shared/db/retention.ts';
+import { removerParticoesExpiradas } from '#shared/db/particoes.ts';
+import { purge, RETENTION } from '#shared/db/retention.ts';
 import type { JobDef } from './types.ts';
 
 export const requestLogRetention: JobDef = {

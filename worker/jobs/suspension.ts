@@ -1,7 +1,7 @@
 // Lifts a key's suspension when its 15 minutes are over (contract §5.5) and forgets the refusals
 // that caused it. Scheduled by the web process at the moment of suspension.
-import { sql } from '../../shared/db/pool.ts';
-import { QUEUES } from '../../shared/jobs.ts';
+import { sql } from '#shared/db/pool.ts';
+import { QUEUES } from '#shared/jobs.ts';
 import type { JobDef } from './types.ts';
 
 export const liftSuspension: JobDef<{ contaId: string; chaveId: string }> = {

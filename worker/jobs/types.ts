@@ -1,8 +1,8 @@
 // One background job: its pg-boss queue, optional cron schedule, and the handler.
 import type { Job as BossJob, PgBoss } from 'pg-boss';
-import type { Config } from '../../shared/config.ts';
-import type { Pool } from '../../shared/db/pool.ts';
-import type { Logger } from '../../shared/log.ts';
+import type { Config } from '#shared/config.ts';
+import type { Pool } from '#shared/db/pool.ts';
+import type { Logger } from '#shared/log.ts';
 
 export type WorkerDeps = { pool: Pool; config: Config; log: Logger; boss: PgBoss };
 /** What the worker's own loops (webhooks, mail) use: they run before, and without, pg-boss. */

@@ -6,9 +6,9 @@
 // The scan of relayed events goes on from where this process's last pass stopped, and from the
 // start once a day: an event whose relay committed behind the scan (ARCHIVE_AFTER_SECONDS) is
 // archived then.
-import { archiveEnded, FROM_THE_START, type ArchiveCursor } from '../../shared/db/archive.ts';
-import { ARCHIVE_TABLES, removerParticoesExpiradas } from '../../shared/db/particoes.ts';
-import { purge, RETENTION } from '../../shared/db/retention.ts';
+import { archiveEnded, FROM_THE_START, type ArchiveCursor } from '#shared/db/archive.ts';
+import { ARCHIVE_TABLES, removerParticoesExpiradas } from '#shared/db/particoes.ts';
+import { purge, RETENTION } from '#shared/db/retention.ts';
 import type { JobDef } from './types.ts';
 
 const FULL_SCAN_EVERY_MS = 86_400_000;

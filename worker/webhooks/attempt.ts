@@ -1,10 +1,10 @@
-// One delivery attempt: the §6.1 envelope, signed per Standard Webhooks with the endpoint's secret
+// One delivery attempt: the contract's §6.1 envelope, signed per Standard Webhooks with the endpoint's secret
 // (and its previous secret during a rotation), POSTed, and the outcome decided by the retry rules.
-import { clock } from '../../shared/clock.ts';
-import type { TakenDelivery } from '../../shared/db/deliveries.ts';
-import type { DeliveryResult } from '../../shared/db/outcomes.ts';
-import { montarEnvelope } from '../../shared/domain/envelope.ts';
-import { assinar, decide } from '../../shared/domain/webhooks.ts';
+import { clock } from '#shared/clock.ts';
+import type { TakenDelivery } from '#shared/db/deliveries.ts';
+import type { DeliveryResult } from '#shared/db/outcomes.ts';
+import { montarEnvelope } from '#shared/domain/envelope.ts';
+import { assinar, decide } from '#shared/domain/webhooks.ts';
 import type { WebhookHttp } from './http.ts';
 
 /** The attempt this delivery was taken for, already recorded as started (shared/db/deliveries.ts). */

@@ -5,8 +5,8 @@
 // Every held lease is renewed every few seconds in one statement; each delivery is held until its
 // outcome is recorded. A worker that dies leaves its leases to run out (lease.ts).
 import pLimit, { type LimitFunction } from 'p-limit';
-import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type TakeLimits, type TakenDelivery } from '../../shared/db/deliveries.ts';
-import type { DeliveryResult, Lease, Outcomes } from '../../shared/db/outcomes.ts';
+import { CHANNEL_DUE, releaseLeases, renewLeases, takeDeliveries, type TakeLimits, type TakenDelivery } from '#shared/db/deliveries.ts';
+import type { DeliveryResult, Lease, Outcomes } from '#shared/db/outcomes.ts';
 import type { LoopDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { attemptDelivery } from './attempt.ts';

@@ -1,9 +1,9 @@
 // What a worker holds: the deliveries it took and has not yet released, counted in all and per
 // endpoint, and which endpoints may have more due than it could take. The dispatcher
 // (dispatcher.ts) asks it what to take next (bounds) and tells it what each take brought (noteTaken).
-import type { Config } from '../../shared/config.ts';
-import type { TakeLimits, TakenDelivery } from '../../shared/db/deliveries.ts';
-import type { Outcomes } from '../../shared/db/outcomes.ts';
+import type { Config } from '#shared/config.ts';
+import type { TakeLimits, TakenDelivery } from '#shared/db/deliveries.ts';
+import type { Outcomes } from '#shared/db/outcomes.ts';
 import { LEASE_MS } from './lease.ts';
 
 /** A delivery this worker took: held until its outcome is recorded or it is given back. */

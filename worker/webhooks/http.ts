@@ -7,9 +7,9 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import axios, { type AxiosAdapter, type AxiosInstance } from 'axios';
-import { clock } from '../../shared/clock.ts';
-import { RESPONSE_BODY_LIMIT } from '../../shared/domain/webhooks.ts';
-import { AddressRefusedError, checkUrlHost, guardedLookup } from '../../shared/ssrf.ts';
+import { clock } from '#shared/clock.ts';
+import { RESPONSE_BODY_LIMIT } from '#shared/domain/webhooks.ts';
+import { AddressRefusedError, checkUrlHost, guardedLookup } from '#shared/ssrf.ts';
 
 export type HttpOutcome = {
   startedAt: Date;

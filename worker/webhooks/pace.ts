@@ -1,9 +1,9 @@
 // A delivery of a throttled endpoint goes out at the time its take gave it (send_at:
 // shared/db/throttle.ts), never before; one that could not go out soon enough after it is given back
 // and takes a new time, so sends are never closer than the spacing allows, whichever workers send.
-import { clock } from '../../shared/clock.ts';
-import type { TakenDelivery } from '../../shared/db/deliveries.ts';
-import { THROTTLE } from '../../shared/db/throttle.ts';
+import { clock } from '#shared/clock.ts';
+import type { TakenDelivery } from '#shared/db/deliveries.ts';
+import { THROTTLE } from '#shared/db/throttle.ts';
 
 const timeOf = (row: TakenDelivery) => (row.send_at === null ? null : Date.parse(row.send_at));
 

@@ -7,12 +7,12 @@
 // one; such outcomes are never claimed). A crash before that commit leaves the deliveries under a
 // lease that runs out; they are then taken and sent again (at least once), the first try left in the
 // log as interrupted.
-import { clock } from '../../shared/clock.ts';
-import { recordResults, type DeliveryResult, type EndpointRuns, type Outcomes } from '../../shared/db/outcomes.ts';
-import type { Db, Pool } from '../../shared/db/pool.ts';
-import { desativarEndpoints } from '../../shared/db/webhooks.ts';
-import { FAILING_DAYS_BEFORE_DISABLE, type MotivoDesativacao } from '../../shared/domain/webhooks.ts';
-import type { Logger } from '../../shared/log.ts';
+import { clock } from '#shared/clock.ts';
+import { recordResults, type DeliveryResult, type EndpointRuns, type Outcomes } from '#shared/db/outcomes.ts';
+import type { Db, Pool } from '#shared/db/pool.ts';
+import { desativarEndpoints } from '#shared/db/webhooks.ts';
+import { FAILING_DAYS_BEFORE_DISABLE, type MotivoDesativacao } from '#shared/domain/webhooks.ts';
+import type { Logger } from '#shared/log.ts';
 import { turnBatch } from './turn-batch.ts';
 
 /** An attempt's outcome, with its endpoint's run of failures as it was when the delivery was taken. */

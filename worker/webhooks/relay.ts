@@ -2,7 +2,7 @@
 // deliveries, in one statement, so each event is relayed exactly once however many workers run; the
 // statement takes for this worker's dispatcher what it has room for, and leaves the rest due for any
 // worker. Woken by NOTIFY at commit; polls as a fallback and for grouping windows.
-import { relayOutbox } from '../../shared/db/outbox.ts';
+import { relayOutbox } from '#shared/db/outbox.ts';
 import type { LoopDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { startPoller, type Poller } from '../poller.ts';

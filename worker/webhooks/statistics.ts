@@ -5,7 +5,7 @@
 // reading that table whole, or once per row through an index (PIPELINE_SESSION_SETTINGS), as it
 // grew, until autovacuum came back (at most once a minute): a backlog's drain cost PostgreSQL
 // several times as much per delivery (docs/decisions, "Webhooks that stay fast with a backlog").
-import { gatherStatistics } from '../../shared/db/deliveries.ts';
+import { gatherStatistics } from '#shared/db/deliveries.ts';
 import type { LoopDeps } from '../jobs/types.ts';
 
 /** At most this often per worker: autovacuum's own pace for a backlog that lasts. */
