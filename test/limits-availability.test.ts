@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { z } from 'zod';
+import { sql } from '#shared/db/pool.ts';
 import { startWeb } from '../api/main.ts';
 import { startEmbeddedPostgres, freePort } from '#shared/db/embedded.ts';
 import { release } from '#shared/db/release.ts';
@@ -14,6 +16,7 @@ import { installBossSchema } from '#shared/boss.ts';
 import { startTestApp, testConfig } from './helpers/app.ts';
 import { createAccount } from './helpers/fixtures.ts';
 import { request } from './helpers/http.ts';
+import { eventually } from './helpers/receiver.ts';
 import { slowRoutes } from './helpers/probe-routes.ts';
 import { routes } from '../api/routes/index.ts';
 
@@ -27,7 +30,11 @@ test('a request that cannot get a connection within the wait budget is 503, and 
   try {
     const account = await createAccount(app.db.pool, { plano: 'farm' });
     const holder = request(`${app.baseUrl}/teste/lento?ms=1200&db=sim`, { token: account.token });
-    await new Promise((r) => setTimeout(r, 150));
+    // Until the slow request holds the pool's one connection (a fixed wait was too short on a loaded
+    // machine: the requests below were admitted before it).
+    await eventually(() => app.db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`), (n) => n === 1);
     const waiting = await Promise.all(Array.from({ length: 4 }, () => request(`${app.baseUrl}/saude`, { token: account.token })));
     for (const res of waiting) {
       assert.is(res.status, 503);
