@@ -5,7 +5,11 @@ import { hostname } from 'node:os';
 import type { PgBoss } from 'pg-boss';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfigOrExit, type Config } from '#shared/config.ts';
-import { assertDatabaseUtf8, createDatabasePool } from '#shared/db/pool.ts';
+import { assertDatabaseUtf8, createDatabasePool, type Pool } from '#shared/db/pool.ts';
+import { observe, observePool, observeProcess, type Metrics } from '#shared/telemetry/metrics.ts';
+import { withTraceContext } from '#shared/telemetry/jobs.ts';
+import { startTelemetryOrExit } from '#shared/telemetry/start.ts';
+import { telemetry } from '#shared/telemetry/state.ts';
 import { requireDatabaseUrl, stopOnSignals } from '#shared/lifecycle.ts';
 import { createLogger, type Logger } from '#shared/log.ts';
 import { QUEUES } from '#shared/jobs.ts';
@@ -55,6 +59,7 @@ export async function startWeb(
   const documentos = new DocumentCache(config.CATALOGO_CACHE_MB * 1024 * 1024);
   const deps: Deps = { pool, config, log, breaker, limits, admissions, writes, jobs: scheduler(boss), documentos };
   const requestLog = new RequestLog(pool, log, config.REQUEST_LOG_FLUSH_MS);
+  if (telemetry.metrics) observeWeb(telemetry.metrics, pool, breaker);
   const api = createApiServer(deps, requestLog, table);
   // Idle keep-alive connections outlive a load balancer's (typically 60 s), so it never sends a
   // request on a socket this server is closing.
@@ -95,10 +100,17 @@ async function startJobSender(databaseUrl: string, pooled: boolean, log: Logger)
   return boss;
 }
 
+/** The web's gauges: its pool, its breaker, its process (shared/telemetry/metrics.ts). */
+function observeWeb(metrics: Metrics, pool: Pool, breaker: CircuitBreaker): void {
+  observePool(metrics, pool, 'web');
+  observeProcess(metrics);
+  observe(metrics, 'printfarm.db.breaker.open', 'Disjuntor do banco aberto (1): as requisições recebem 503 sem esperar.', (record) => record(breaker.open ? 1 : 0));
+}
+
 function scheduler(boss: PgBoss): JobScheduler {
   return {
     async liftSuspension(contaId, chaveId, at) {
-      await boss.send(QUEUES.liftSuspension, { contaId, chaveId }, { startAfter: at, singletonKey: chaveId });
+      await boss.send(QUEUES.liftSuspension, withTraceContext({ contaId, chaveId }), { startAfter: at, singletonKey: chaveId });
     },
   };
 }
@@ -106,6 +118,11 @@ function scheduler(boss: PgBoss): JobScheduler {
 if (import.meta.main) {
   const config = loadConfigOrExit(process.env, { role: 'web' });
   const log = createLogger(config.LOG_LEVEL, 'web');
+  // Before the pool: its statements are traced only if tracing is on when it is made.
+  const exporting = await startTelemetryOrExit('web', log);
   const web = await startWeb(config, requireDatabaseUrl(config.DATABASE_URL, 'web'), log);
-  stopOnSignals(log, config.SHUTDOWN_GRACE_MS, () => web.stop());
+  stopOnSignals(log, config.SHUTDOWN_GRACE_MS, async () => {
+    await web.stop();
+    await exporting.stop();
+  });
 }

@@ -34,7 +34,7 @@ test.before(async () => {
 });
 test.after(async () => app.stop());
 
-const policy = { lanes: 1, stallMs: 1000, maxBatch: 100, waitBudgetMs: 10_000 };
+const policy = { name: 'test', lanes: 1, stallMs: 1000, maxBatch: 100, waitBudgetMs: 10_000 };
 
 test('a batch that fails as a whole is split until the culprit is alone: only it fails', async () => {
   const sent: string[][] = [];

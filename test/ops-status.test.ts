@@ -25,8 +25,9 @@ test.after(async () => db.close());
 /** Seeds one account's traffic inside `tx` (its clock stands still, so every minute is known). */
 async function seed(tx: Tx) {
   await plantRequests(tx, { contaId: conta.contaId, count: 3, ago: '0 seconds' });
-  await plantRequests(tx, { contaId: conta.contaId, count: 2, ago: '2 minutes', status: 429, codigo: 'limite_excedido' });
-  await plantRequests(tx, { contaId: null, count: 1, ago: '5 minutes', status: 401, codigo: 'nao_autenticado' });
+  await plantRequests(tx, { contaId: conta.contaId, count: 2, ago: '2 minutes', status: 429, codigo: 'limite_excedido', refusedBy: 'minuto' });
+  await plantRequests(tx, { contaId: conta.contaId, count: 1, ago: '2 minutes', status: 429, codigo: 'limite_excedido', refusedBy: 'mes' });
+  await plantRequests(tx, { contaId: null, count: 1, ago: '5 minutes', status: 401, codigo: 'nao_autenticado', refusedBy: 'nao_autenticado' });
   await plantRequests(tx, { contaId: conta.contaId, count: 7, ago: `${MINUTES + 5} minutes` });
   const endpoint = await plantEndpoint(tx, conta);
   await tx.query(sql.unsafe`UPDATE webhook_endpoints SET falhando_desde = now() - interval '2 hours' WHERE id = ${endpoint}`);
@@ -46,8 +47,8 @@ test('what status reads matches the request log, the queues and the operator vie
   await rolledBack(db.pool, async (tx) => {
     const { endpoint, suspensa } = await seed(tx);
     const s = await readSnapshot(tx);
-    assert.equal(s.requests, { '2xx': series({ [last]: 3 }), '4xx': series({ [last - 2]: 2, [last - 5]: 1 }) });
-    assert.equal(s.refusals, { limite_excedido: 2, nao_autenticado: 1 });
+    assert.equal(s.requests, { '2xx': series({ [last]: 3 }), '4xx': series({ [last - 2]: 3, [last - 5]: 1 }) });
+    assert.equal(s.refusals, { 'limite_excedido (minuto)': 2, 'limite_excedido (mes)': 1, nao_autenticado: 1 });
     assert.equal(s.deliveries, { falha: series({ [last - 4]: 1 }), sucesso: series({ [last - 1]: 2 }) });
     const depth = await tx.any(sql.type(z.object({ queue: z.string(), state: z.string(), items: z.number() }))`
       SELECT queue, state, items::int FROM queue_depth`);
@@ -65,7 +66,7 @@ test('the screen shows the figures, a trend line per series and a line for empty
     await seed(tx);
     const text = renderStatus(await readSnapshot(tx));
     assert.match(text, /2xx\s+▁+█\s+total 3\s+último minuto 3/);
-    assert.match(text, /limite_excedido\s+2/);
+    assert.match(text, /limite_excedido \(minuto\)\s+2/);
     assert.match(text, /outbox\/ready\s+4\s+mais antigo há 3 min/);
     assert.match(text, /falhando desde/);
     assert.match(text, /suspensa/);

@@ -7,6 +7,10 @@ import { garantirParticoes } from '#shared/db/particoes.ts';
 import { assertDatabaseUtf8, createDatabasePool, type Pool } from '#shared/db/pool.ts';
 import { requireDatabaseUrl, stopOnSignals } from '#shared/lifecycle.ts';
 import { createLogger, type Logger } from '#shared/log.ts';
+import { inJobSpan } from '#shared/telemetry/jobs.ts';
+import { startTelemetryOrExit } from '#shared/telemetry/start.ts';
+import { telemetry } from '#shared/telemetry/state.ts';
+import { observeWorker } from './metrics.ts';
 import { startMailer } from './mailer.ts';
 import { Notifier } from './notifier.ts';
 import type { LoopDeps, WorkerDeps } from './jobs/types.ts';
@@ -46,6 +50,7 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
     await pool.end();
     throw error;
   });
+  if (telemetry.metrics) observeWorker(telemetry.metrics, pool, log);
   // The week's partitions now, not at the job's next turn (a worker started days after the last release).
   await garantirParticoes(pool);
   // The deliveries and e-mails first: they need no pg-boss, which is loaded and started once what was
@@ -95,7 +100,7 @@ async function startJobs(databaseUrl: string, loopDeps: LoopDeps): Promise<{ bos
       await boss.createQueue(job.name, job.queue ?? {});
       if (job.cron) await boss.schedule(job.name, job.cron);
       await boss.work(job.name, { batchSize: job.work?.batchSize ?? 1, pollingIntervalSeconds: job.work?.pollingIntervalSeconds ?? 2 }, (batch) =>
-        job.handler(batch, deps),
+        inJobSpan(job.name, batch, () => job.handler(batch, deps)),
       );
     }
   } catch (error) {
@@ -108,9 +113,14 @@ async function startJobs(databaseUrl: string, loopDeps: LoopDeps): Promise<{ bos
 if (import.meta.main) {
   const config = loadConfigOrExit(process.env, { role: 'worker' });
   const log = createLogger(config.LOG_LEVEL, 'worker');
+  // Before the pool: its statements are traced only if tracing is on when it is made.
+  const exporting = await startTelemetryOrExit('worker', log);
   // The signals are handled from the first moment: a SIGTERM while pg-boss still loads (it waits
   // for catchUp) stops the worker gracefully once started, instead of killing it halfway.
   const started = startWorker(config, requireDatabaseUrl(config.DATABASE_URL, 'worker'), log);
-  stopOnSignals(log, config.SHUTDOWN_GRACE_MS, async () => (await started).stop());
+  stopOnSignals(log, config.SHUTDOWN_GRACE_MS, async () => {
+    await (await started).stop();
+    await exporting.stop();
+  });
   await started;
 }

@@ -44,7 +44,7 @@ export class AdmissionQueue {
     // stalled (waiting on a lock or a slow disk), so one slow batch never holds every request of the process.
     const onSplit = (error: unknown, size: number) =>
       deps.log.warn({ err: error, size }, 'an admission batch failed as a whole; split to find the request at fault');
-    this.#batcher = new Batcher({ lanes: 2, stallMs: 20, maxBatch: 500, waitBudgetMs, onSplit }, (batch) => this.#send(batch));
+    this.#batcher = new Batcher({ name: 'admission batch', lanes: 2, stallMs: 20, maxBatch: 500, waitBudgetMs, onSplit }, (batch) => this.#send(batch));
   }
 
   /** The admission of one request: a refusal the process remembers (refusal-cache.ts), or the database's answer. */

@@ -26,6 +26,8 @@ export type Refused = {
   headers: Record<string, string>;
   /** Set when this refusal suspended the key. */
   suspendedUntil: Date | null;
+  /** The rule that refused: the limit (rajada, minuto, mes, simultaneas) or the access (escopo, chave_suspensa…). */
+  reason: string;
 };
 
 export async function admit(
@@ -37,7 +39,7 @@ export async function admit(
   registro: RegistroPedido | null = null,
 ): Promise<Admitted | Refused> {
   const token = tokenDoCabecalho(authorization);
-  if (!token) return refused(naoAutenticado(), null, {});
+  if (!token) return refused(naoAutenticado(), null, {}, 'nao_autenticado');
   const request: AdmissionRequest = {
     tokenHash: hashToken(token),
     escopo: route.scope,
@@ -58,7 +60,7 @@ export async function admit(
  */
 export async function topUp(queue: AdmissionQueue, authorization: string | undefined, route: AnyRoute, cost: Cost): Promise<Admitted | Refused> {
   const token = tokenDoCabecalho(authorization);
-  if (!token) return refused(naoAutenticado(), null, {});
+  if (!token) return refused(naoAutenticado(), null, {}, 'nao_autenticado');
   const request: AdmissionRequest = {
     tokenHash: hashToken(token), escopo: route.scope, permissao: route.permission,
     custo: Math.max(0, cost.units - 1), custoMes: cost.mes ?? cost.units, classe: minuteClass(cost),
@@ -69,19 +71,19 @@ export async function topUp(queue: AdmissionQueue, authorization: string | undef
 }
 
 function decided(request: AdmissionRequest, row: AdmissionRow, route: AnyRoute): Admitted | Refused {
-  if (row.outcome === 'nao_autenticado') return refused(naoAutenticado(), null, {});
+  if (row.outcome === 'nao_autenticado') return refused(naoAutenticado(), null, {}, 'nao_autenticado');
   const caller = toCaller(row);
   const headers = row.rajada_q === null ? {} : rateLimitHeaders(limitState(row));
   if (row.outcome !== 'ok') {
     const error = refusal(row, route);
     const suspendedUntil = row.outcome === 'limite_excedido' && row.suspended_until ? new Date(row.suspended_until) : null;
-    return refused(error, caller, headers, suspendedUntil);
+    return refused(error, caller, headers, row.reason ?? row.outcome, suspendedUntil);
   }
   return { ok: true, caller, headers, charge: chargeOf(request, row), ...(row.registro !== undefined ? { registro: row.registro } : {}) };
 }
 
-function refused(error: ApiError, caller: Caller | null, headers: Record<string, string>, suspendedUntil: Date | null = null): Refused {
-  return { ok: false, error, caller, headers, suspendedUntil };
+function refused(error: ApiError, caller: Caller | null, headers: Record<string, string>, reason: string, suspendedUntil: Date | null = null): Refused {
+  return { ok: false, error, caller, headers, suspendedUntil, reason };
 }
 
 function toCaller(row: AdmissionRow): Caller {

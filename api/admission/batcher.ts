@@ -11,8 +11,12 @@
 // batch never floods the pool. Only unavailability (503: the database is down or slow) fails every
 // request of a batch.
 import { ApiError, indisponivel } from '#shared/errors.ts';
+import { endBatchSpan, inBatchSpan, memberSpan, startBatchSpan } from '#shared/telemetry/batches.ts';
+import type { Span } from '#shared/telemetry/spans.ts';
 
 export type BatchPolicy = {
+  /** Names the batch's span when traced (`admission batch`, `write estoque_movimentar`). */
+  name: string;
   /** Batches in flight at once. */
   lanes: number;
   /** Another batch goes while one is in flight only once the newest has been in flight this long. */
@@ -25,7 +29,11 @@ export type BatchPolicy = {
   onSplit?: (error: unknown, size: number) => void;
 };
 
-type Waiting<T, R> = { item: T; since: number; resolve(result: R): void; reject(error: unknown): void };
+type Waiting<T, R> = {
+  item: T; since: number; resolve(result: R): void; reject(error: unknown): void;
+  /** The span of the request that submitted it, when traced (linked to its batch's span). */
+  span: Span | undefined;
+};
 
 export class Batcher<T, R> {
   #waiting: Waiting<T, R>[] = [];
@@ -45,7 +53,7 @@ export class Batcher<T, R> {
 
   submit(item: T): Promise<R> {
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ item, since: performance.now(), resolve, reject });
+      this.#waiting.push({ item, since: performance.now(), resolve, reject, span: memberSpan() });
       // Alone, a request goes at once. While a batch is in flight, the requests that arrive in one
       // turn of the event loop go together: less CPU per request, in both processes, than a batch for
       // each as lanes free up (BENCHMARKS.md, "Stock movements and the catalog").
@@ -76,10 +84,14 @@ export class Batcher<T, R> {
 
   /** Sends a batch, or part of a failed one (in the same lane); one that fails as a whole is split. */
   async #attempt(part: Waiting<T, R>[]): Promise<void> {
+    const items = part.map((w) => w.item);
+    const span = startBatchSpan(this.#policy.name, part);
     try {
-      const results = await this.#run(part.map((w) => w.item));
+      const results = await (span ? inBatchSpan(span, this.#run, items) : this.#run(items));
+      if (span) endBatchSpan(span, part);
       part.forEach((w, i) => w.resolve(results[i] as R));
     } catch (error) {
+      if (span) endBatchSpan(span, part, error);
       if (part.length > 1 && !isUnavailability(error)) await this.#split(part, error);
       else part.forEach((w) => w.reject(error));
     }

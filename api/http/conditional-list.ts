@@ -30,7 +30,10 @@ export async function conditionalPage(deps: Deps, req: Request, route: AnyRoute,
   if (state.charge?.repeticao) {
     const whole = await topUp(deps.admissions, req.headers.authorization, route, cost);
     Object.assign(state.headers, whole.headers);
-    if (!whole.ok) throw whole.error;
+    if (!whole.ok) {
+      state.refusedBy = whole.reason;
+      throw whole.error;
+    }
     state.charge = whole.charge;
     state.cost = whole.charge.month;
   }

@@ -15,6 +15,7 @@ import { jsonBytes } from './compression.ts';
 import { conditionalPage, isConditionalList } from './conditional-list.ts';
 import { provaOf, registroOf, resourceOf } from './repetition.ts';
 import { requestState, type RequestState } from './request-state.ts';
+import { inRequestContext, nameRequestSpan, startPhase } from './tracing.ts';
 import { writeProblem, writeReply } from './respond.ts';
 import type { AnyRoute, Deps, Reply, RouteContext } from '../routes/types.ts';
 import { validateInput, type Parsed } from './validate.ts';
@@ -23,7 +24,11 @@ export function routeHandler(route: AnyRoute, deps: Deps) {
   return function handle(req: Request, res: Response, next: (err?: unknown) => void): void {
     const state = requestState(req);
     state.route = route.operationId;
-    run(route, deps, req, res, state)
+    state.routePath = route.path;
+    nameRequestSpan(state, req.method);
+    // Traced, the pipeline runs in the request span's context: its SQL and batches hang from it.
+    const running = state.span ? inRequestContext(state.span, () => run(route, deps, req, res, state)) : run(route, deps, req, res, state);
+    running
       .catch((error: unknown) => sendError(deps, res, state, error))
       .finally(() => next());
   };
@@ -36,11 +41,14 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   const early = route.costOfBody ? await settledBody(req, state) : undefined;
   const cost = route.costOfBody && early && 'body' in early ? route.costOfBody(early.body) : route.cost(url.searchParams);
   const rawParams = (req.params ?? {}) as Record<string, string>;
+  const admitting = startPhase(state, 'admission');
   const admission = await admit(deps.admissions, req.headers.authorization, route, cost, provaOf(route, rawParams, req.headers),
     registroOf(route, rawParams));
+  admitting?.end();
   state.caller = admission.caller;
   Object.assign(state.headers, admission.headers);
   if (!admission.ok) {
+    state.refusedBy = admission.reason;
     if (admission.suspendedUntil && admission.caller) {
       const { contaId, chaveId } = admission.caller;
       deps.jobs.liftSuspension(contaId, chaveId, admission.suspendedUntil).catch((error: unknown) =>
@@ -52,7 +60,14 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   state.slotKey = admission.caller.chaveId;
   state.cost = admission.charge.month;
   state.charge = admission.charge;
-  const { parsed, keyed } = await inputOf(route, req, url, state, early);
+  const validating = startPhase(state, 'validation');
+  let input: Input;
+  try {
+    input = await inputOf(route, req, url, state, early);
+  } finally {
+    validating?.end();
+  }
+  const { parsed, keyed } = input;
   const ctx: RouteContext<unknown, unknown, unknown, unknown> = {
     requestId: state.requestId,
     params: parsed.params,
@@ -71,7 +86,9 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   const reply = isConditionalList(route) ? await conditionalPage(deps, req, route, cost, state, answered) : answered;
   if (deps.config.VALIDATE_RESPONSES) checkReply(route, reply);
   if (reply.billing) settle(deps, state, state.charge, reply.billing);
+  const responding = startPhase(state, 'response');
   await writeReply(res, reply, state.headers, req.headers['accept-encoding']);
+  responding?.end();
 }
 
 type Input = { parsed: Parsed; keyed: KeyedRequest | null };

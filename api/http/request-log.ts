@@ -12,6 +12,8 @@ export type RequestLogEntry = {
   path: string;
   status: number;
   codigo: string | null;
+  /** The admission rule that refused it, when one did. */
+  refusedBy: string | null;
   cost: number;
   durationMs: number;
   ip: string | null;
@@ -77,7 +79,7 @@ export class RequestLog {
   async #insert(batch: RequestLogEntry[]): Promise<void> {
     const rows = batch.map((e) => [
       e.requisicaoId, e.contaId, e.chaveId, e.method, e.route, e.path, e.status, e.codigo,
-      e.cost, e.durationMs, e.ip, e.createdAt.toISOString(),
+      e.cost, e.durationMs, e.ip, e.createdAt.toISOString(), e.refusedBy,
     ]);
     // Not waiting for the WAL flush: a crash may lose the last fraction of a second of rows (the
     // JSON log lines have them too), and admissions' commits don't queue behind this batch's.
@@ -86,9 +88,9 @@ export class RequestLog {
       await tx.query(sql.prepared('request_log_async_commit', Nothing)`SELECT set_config('synchronous_commit', 'off', true)`);
       await tx.query(sql.prepared('request_log_insert', Nothing)`
         INSERT INTO request_log (requisicao_id, conta_id, chave_id, method, route, path, status, codigo,
-                                 cost, duration_ms, ip, created_at)
+                                 cost, duration_ms, ip, created_at, refused_by)
         SELECT * FROM ${sql.unnest(rows, ['uuid', 'uuid', 'uuid', 'text', 'text', 'text', 'int4', 'text',
-                                          'int4', 'float4', 'text', 'timestamptz'])}
+                                          'int4', 'float4', 'text', 'timestamptz', 'text'])}
         ON CONFLICT (requisicao_id, created_at) DO NOTHING`);
     });
   }

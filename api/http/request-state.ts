@@ -2,6 +2,7 @@
 // the caller. The request log row and the log line are written from it when the response closes.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { Span } from '#shared/telemetry/spans.ts';
 import type { Billing, Charge } from '../admission/limits.ts';
 import type { Caller } from '../admission/caller.ts';
 
@@ -11,6 +12,8 @@ export type RequestState = {
   startedAt: number;
   createdAt: Date;
   route: string | null;
+  /** The route's path in the table (`/pedidos-producao/{id}`), once routed. */
+  routePath: string | null;
   caller: Caller | null;
   codigo: string | null;
   cost: number;
@@ -21,6 +24,10 @@ export type RequestState = {
   /** What admission charged, and how the request turned out to cost less (settled later). */
   charge: Charge | null;
   billing: Billing | null;
+  /** The admission rule that refused the request (the limit, or the access), when one did. */
+  refusedBy: string | null;
+  /** The request's server span, when tracing is on (api/http/tracing.ts). */
+  span: Span | undefined;
 };
 
 const states = new WeakMap<IncomingMessage, RequestState>();
@@ -34,6 +41,7 @@ export function startRequest(req: IncomingMessage, createdAt: Date): RequestStat
     startedAt: performance.now(),
     createdAt,
     route: null,
+    routePath: null,
     caller: null,
     codigo: null,
     cost: 0,
@@ -41,6 +49,8 @@ export function startRequest(req: IncomingMessage, createdAt: Date): RequestStat
     slotKey: null,
     charge: null,
     billing: null,
+    refusedBy: null,
+    span: undefined,
   };
   states.set(req, state);
   return state;

@@ -9,6 +9,7 @@ import { buildOpenApi } from '../reference/openapi.ts';
 import { routeHandler, sendError } from './pipeline.ts';
 import type { RequestLog } from './request-log.ts';
 import { requestState, startRequest } from './request-state.ts';
+import { finishRequestTelemetry, startRequestSpan } from './tracing.ts';
 import { routes } from '../routes/index.ts';
 import type { AnyRoute, Deps } from '../routes/types.ts';
 
@@ -27,6 +28,7 @@ export function createApiServer(deps: Deps, requestLog: RequestLog, table: reado
 
   server.pre((req: Request, res: Response, next: restify.Next) => {
     const state = startRequest(req, clock.now());
+    state.span = startRequestSpan(req);
     inFlight++;
     res.once('close', () => {
       inFlight--;
@@ -93,6 +95,7 @@ function finishRequest(deps: Deps, requestLog: RequestLog, req: Request, res: Re
   const durationMs = Math.round((performance.now() - state.startedAt) * 100) / 100;
   const status = res.writableFinished ? res.statusCode : 499;
   const path = (req.url ?? '/').split('?')[0] ?? '/';
+  finishRequestTelemetry(state, req, res, status, durationMs);
   deps.log.info(
     {
       requisicao_id: state.requestId,
@@ -101,6 +104,7 @@ function finishRequest(deps: Deps, requestLog: RequestLog, req: Request, res: Re
       path,
       status,
       codigo: state.codigo,
+      refused_by: state.refusedBy,
       cost: state.cost,
       duration_ms: durationMs,
       conta_id: state.caller?.contaId ?? null,
@@ -116,6 +120,7 @@ function finishRequest(deps: Deps, requestLog: RequestLog, req: Request, res: Re
     path: path.slice(0, 500),
     status,
     codigo: state.codigo,
+    refusedBy: state.refusedBy,
     cost: state.cost,
     durationMs,
     ip: req.socket.remoteAddress ?? null,

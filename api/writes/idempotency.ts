@@ -15,6 +15,7 @@ import { parseItem } from 'structured-headers';
 import { z } from 'zod';
 import { Nothing, sql, type Db } from '#shared/db/pool.ts';
 import { ApiError, type ItemRecusado, type Motivo } from '#shared/errors.ts';
+import { activeTraceparent } from '#shared/telemetry/spans.ts';
 import type { Caller } from '../admission/caller.ts';
 
 export const IDEMPOTENCY_KEY_MAX = 64;
@@ -103,13 +104,14 @@ export function begunFrom(claim: Claim & { resource_id?: string | null }): Begun
 /**
  * The first statement of a POST's transaction: who makes the change (for the triggers), and with a
  * key, whether this request runs (new), repeats an earlier one (replay), is still running elsewhere
- * (409) or reuses the key for another body (422).
+ * (409) or reuses the key for another body (422). A traced request hands its trace context on to
+ * the events the change emits.
  */
 export async function beginWrite(tx: Db, caller: Caller, keyed: KeyedRequest | null): Promise<Begun> {
   const row = await tx.one(sql.prepared('api_write_claim', ClaimRow)`
     SELECT claim, status_code, resource_id, codigo, motivo, recusas
       FROM api_write_claim(${caller.contaId}, ${caller.chaveId}, ${keyed?.key ?? null}, ${keyed?.route ?? null},
-                           ${keyed ? sql.binary(keyed.hash) : null})`);
+                           ${keyed ? sql.binary(keyed.hash) : null}, ${activeTraceparent()})`);
   return begunFrom(row);
 }
 

@@ -7,6 +7,7 @@ import type { FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { sql, type Pool } from '#shared/db/pool.ts';
 import type { Logger } from '#shared/log.ts';
+import { activeTraceparent } from '#shared/telemetry/spans.ts';
 import { Batcher } from '../admission/batcher.ts';
 import type { CircuitBreaker } from '../admission/breaker.ts';
 
@@ -54,7 +55,7 @@ export class WriteQueue {
     if (!batcher) {
       const onSplit = (error: unknown, size: number) =>
         this.#log?.warn({ err: error, batch: kind.name, size }, 'a write batch failed as a whole; split to find the request at fault');
-      batcher = new Batcher({ lanes: LANES, stallMs: 0, maxBatch: MAX_BATCH, waitBudgetMs: this.#waitBudgetMs, onSplit }, (batch) => this.#send(kind, batch));
+      batcher = new Batcher({ name: `write ${kind.name}`, lanes: LANES, stallMs: 0, maxBatch: MAX_BATCH, waitBudgetMs: this.#waitBudgetMs, onSplit }, (batch) => this.#send(kind, batch));
       this.#batchers.set(kind, batcher);
     }
     return batcher.submit(args);
@@ -64,12 +65,23 @@ export class WriteQueue {
   // statement) leaves its writes made: a client that retries with its Idempotency-Key gets them
   // replayed.
   async #send(kind: BatchedWrite, batch: unknown[]): Promise<unknown[]> {
-    const answers = await this.#breaker.run(() =>
-      this.#pool.oneFirst(sql.prepared(`write_${kind.name}`, Answers)`SELECT (${kind.call(batch)})::text AS answers`));
+    const answers = await this.#breaker.run(() => this.#pool.oneFirst(statementOf(kind, batch)));
     const parsed = JSON.parse(answers) as unknown;
     if (!Array.isArray(parsed) || parsed.length !== batch.length) {
       throw new Error(`${kind.name}: ${Array.isArray(parsed) ? parsed.length : 'no'} answers for ${batch.length} writes`);
     }
     return parsed;
   }
+}
+
+/**
+ * The batch's statement. Traced, it first declares the batch's trace context for the events its
+ * writes emit (their requests' spans are linked to the batch's: shared/telemetry/batches.ts); the
+ * subquery runs before the writes, in the statement's own transaction.
+ */
+function statementOf(kind: BatchedWrite, batch: readonly unknown[]) {
+  const traceparent = activeTraceparent();
+  if (traceparent === null) return sql.prepared(`write_${kind.name}`, Answers)`SELECT (${kind.call(batch)})::text AS answers`;
+  return sql.prepared(`write_${kind.name}_traced`, Answers)`
+    SELECT (${kind.call(batch)})::text AS answers FROM (SELECT set_config('app.traceparent', ${traceparent}, true)) traced`;
 }

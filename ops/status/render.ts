@@ -15,7 +15,7 @@ export function renderStatus(s: Snapshot): string {
     `status em ${s.at} (séries: os últimos ${s.minutes} minutos, o atual por último)`,
     '',
     section('Requisições por minuto, por classe de status', seriesLines(s.requests)),
-    section('Recusas (401, 403, 429, 503) por código', Object.entries(s.refusals).map(([codigo, n]) => `  ${pad(codigo, 24)} ${n}`)),
+    section('Recusas (401, 403, 429, 503) por código e limite', Object.entries(s.refusals).map(([codigo, n]) => `  ${pad(codigo, 24)} ${n}`)),
     section('Filas', s.queues.map((q) => `  ${pad(`${q.queue}/${q.state}`, 32)} ${pad(String(q.items), 8)} mais antigo há ${age(q.oldest_seconds)}`)),
     section('Tentativas de entrega por minuto, por resultado', seriesLines(s.deliveries)),
     section('Endpoints falhando ou desativados (último dia)', s.endpoints.map((e) => `  ${e.endpoint_id} ${e.estado} desde ${e.desde ?? '?'} ${e.url}`)),

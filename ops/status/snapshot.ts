@@ -36,7 +36,8 @@ export async function readSnapshot(db: Db): Promise<Snapshot> {
       SELECT ${minuteIndex('created_at')} AS minuto, (status / 100)::text || 'xx' AS classe, count(*)::int AS n
         FROM request_log WHERE ${inWindow('created_at')} GROUP BY 1, 2`),
     db.any(sql.type(Count)`
-      SELECT coalesce(codigo, status::text) AS chave, count(*)::int AS n
+      SELECT CASE WHEN refused_by IS DISTINCT FROM codigo AND refused_by IS NOT NULL THEN codigo || ' (' || refused_by || ')'
+                  ELSE coalesce(codigo, status::text) END AS chave, count(*)::int AS n
         FROM request_log WHERE ${inWindow('created_at')} AND status IN (401, 403, 429, 503) GROUP BY 1 ORDER BY 2 DESC, 1`),
     db.any(sql.type(Queue)`
       SELECT queue, state, items::int, extract(epoch FROM now() - oldest)::float8 AS oldest_seconds FROM queue_depth`),

@@ -127,6 +127,8 @@ export const TakenDelivery = z.object({
   falhando_desde: z.string().nullable(),
   /** When it may go out: its endpoint's throttle gave it this time (shared/db/throttle.ts); null, at once. */
   send_at: z.string().nullable(),
+  /** The trace context of the change that emitted the event, when it was traced (the attempt continues it). */
+  traceparent: z.string().nullable(),
 });
 export type TakenDelivery = z.infer<typeof TakenDelivery>;
 
@@ -233,7 +235,7 @@ const TAKE_ANSWER = sql.fragment`
     SELECT u.conta_id, u.id, u.lease_id, u.attempts AS attempt, u.run_attempts, u.endpoint_id,
            o.id AS event_id, o.tipo, o.dados, o.criado_em,
            e.url, e.segredo, CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END AS segredo_anterior,
-           e.falhando_desde, u.send_at
+           e.falhando_desde, u.send_at, o.traceparent
       FROM updated u
       JOIN outbox o ON o.conta_id = u.conta_id AND o.id = u.event_id
       JOIN webhook_endpoints e ON e.conta_id = u.conta_id AND e.id = u.endpoint_id

@@ -93,7 +93,12 @@ const oneEndpoint = (endpointId: string | undefined) => (endpointId === undefine
 export const destinosDoEvento = (contaId: string, eventId: string, endpointId?: string) =>
   destinos(oneEvent(contaId, eventId), oneEndpoint(endpointId));
 
-const Relayed = z.object({ locked: z.boolean(), relayed: z.number(), deliveries: z.number(), taken: z.array(TakenFromRelay) });
+/** An event a pass relayed whose change was traced: the pass's span joins its trace (worker/webhooks/relay.ts). */
+const TracedEvent = z.object({ id: z.string(), tipo: z.string(), traceparent: z.string() });
+export type TracedEvent = z.infer<typeof TracedEvent>;
+const Relayed = z.object({
+  locked: z.boolean(), relayed: z.number(), deliveries: z.number(), taken: z.array(TakenFromRelay), traced: z.array(TracedEvent),
+});
 
 /**
  * Relays up to `limit` available events in seq order, in one statement: takes the relay lock (or
@@ -144,7 +149,7 @@ function relayed(limit: number): Fragment {
        WHERE o.ctid = ANY (ARRAY(
          SELECT c.tid FROM claimed c
           WHERE c.group_key IS NULL OR pg_try_advisory_xact_lock(evento_grupo_lock(c.conta_id, c.group_key))))
-      RETURNING o.conta_id, o.id, o.tipo, o.endpoint_id, o.seq, o.dados, o.criado_em
+      RETURNING o.conta_id, o.id, o.tipo, o.endpoint_id, o.seq, o.dados, o.criado_em, o.traceparent
     )`;
 }
 
@@ -157,7 +162,7 @@ function decided(bounds: RelayBounds): Fragment {
       SELECT x.*, row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.seq) AS nth,
              CASE WHEN ${throttled(sql.fragment`x.conta_id`, sql.fragment`x.endpoint_id`)} THEN 0
                   ELSE ${placesLeft(bounds, sql.fragment`x.endpoint_id`)} END AS bound
-        FROM (${destinos(sql.fragment`marked`, undefined, sql.fragment`, ev.tipo, ev.dados, ev.criado_em`)}) x
+        FROM (${destinos(sql.fragment`marked`, undefined, sql.fragment`, ev.tipo, ev.dados, ev.criado_em, ev.traceparent`)}) x
     ), ranked AS MATERIALIZED (
       -- Those within their endpoint's bound, in seq order, are wanted for this worker up to its limit.
       SELECT d.*, d.nth <= d.bound
@@ -167,7 +172,7 @@ function decided(bounds: RelayBounds): Fragment {
       SELECT conta_id, count(*)::int AS n FROM ranked WHERE wanted GROUP BY conta_id
     ), granted AS (${reserveFor('asked')}
     ), decided AS MATERIALIZED (
-      SELECT r.conta_id, r.event_id, r.endpoint_id, r.seq, r.tipo, r.dados, r.criado_em, gen_random_uuid() AS id,
+      SELECT r.conta_id, r.event_id, r.endpoint_id, r.seq, r.tipo, r.dados, r.criado_em, r.traceparent, gen_random_uuid() AS id,
              r.wanted AND row_number() OVER (PARTITION BY r.conta_id, r.wanted ORDER BY r.seq, r.endpoint_id) <= ${granted(sql.fragment`r.conta_id`)} AS taken
         FROM ranked r
     )`;
@@ -204,10 +209,12 @@ const RELAY_ANSWER = sql.fragment`
               'endpoint_id', x.endpoint_id, 'event_id', x.event_id, 'tipo', x.tipo, 'dados', x.dados, 'criado_em', x.criado_em,
               'url', e.url, 'segredo', e.segredo,
               'segredo_anterior', CASE WHEN e.segredo_anterior_ate > now() THEN e.segredo_anterior END,
-              'falhando_desde', e.falhando_desde, 'send_at', NULL) ORDER BY x.seq, x.endpoint_id)
+              'falhando_desde', e.falhando_desde, 'send_at', NULL, 'traceparent', x.traceparent) ORDER BY x.seq, x.endpoint_id)
               FROM decided x
               JOIN webhook_endpoints e ON e.conta_id = x.conta_id AND e.id = x.endpoint_id
              WHERE x.taken AND (SELECT by_id FROM leases) ? x.id::text), '[]'::json) AS taken,
+           coalesce((SELECT json_agg(json_build_object('id', m.id, 'tipo', m.tipo, 'traceparent', m.traceparent) ORDER BY m.seq)
+                       FROM marked m WHERE m.traceparent IS NOT NULL), '[]'::json) AS traced,
            -- The other workers are woken only for what this one did not take.
            (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_DUE}, '') WHERE EXISTS (SELECT FROM created WHERE lease_id IS NULL)) n) AS notified`;
 

@@ -11,6 +11,8 @@ import {
   type Interceptor,
 } from 'slonik';
 import { z } from 'zod';
+import { sqlSpans } from '../telemetry/sql.ts';
+import { telemetry } from '../telemetry/state.ts';
 
 export type Db = CommonQueryMethods;
 export type Pool = DatabasePool;
@@ -117,7 +119,8 @@ export async function createDatabasePool(url: string, options: PoolOptions): Pro
     idleTimeout: 30_000,
     connectionTimeout: 5_000,
     typeParsers,
-    interceptors: options.pooled ? [unnamedStatements, resultParser] : [resultParser],
+    // The statements' spans only when tracing was on as the pool was made (the roles start it first).
+    interceptors: [...(options.pooled ? [unnamedStatements] : []), resultParser, ...(telemetry.tracer ? [sqlSpans] : [])],
     // Transactions set their settings with set_config(..., true), so nothing outlives a
     // transaction; the default DISCARD ALL would cost a round trip on every release.
     resetConnection: async () => undefined,

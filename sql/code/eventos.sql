@@ -21,6 +21,14 @@ LANGUAGE sql IMMUTABLE AS $$
   SELECT hashtextextended(p_conta_id::text || p_grupo, 7410205)
 $$;
 
+-- The W3C traceparent the transaction declared with set_config('app.traceparent', ..., true) (the
+-- API's traced requests do: docs/decisions/0049-opentelemetry.md), or NULL: none, or not well-formed.
+CREATE FUNCTION trace_context_of_change() RETURNS text
+LANGUAGE sql STABLE AS $$
+  SELECT t FROM (SELECT current_setting('app.traceparent', true) AS t) s
+   WHERE t ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$'
+$$;
+
 -- Puts an event in the outbox; returns its id, or NULL when it joined the pending event of its
 -- group. A grouped event (estoque.movimentado, produto.atualizado) mostly finds its group's window
 -- open: it then writes nothing (refreshing the pending row cost every movement a row version, its
@@ -32,10 +40,11 @@ LANGUAGE plpgsql AS $$
 DECLARE
   v_grupo text := agrupamento_do_evento(p_tipo, p_dados);
   v_id uuid;
+  v_trace text := trace_context_of_change();
 BEGIN
   IF v_grupo IS NULL THEN
-    INSERT INTO outbox (conta_id, tipo, dados, endpoint_id)
-    VALUES (p_conta_id, p_tipo, p_dados, p_endpoint_id)
+    INSERT INTO outbox (conta_id, tipo, dados, endpoint_id, traceparent)
+    VALUES (p_conta_id, p_tipo, p_dados, p_endpoint_id, v_trace)
     RETURNING id INTO v_id;
     -- Delivered at commit: wakes the worker's relay at once instead of at its next poll.
     PERFORM pg_notify('outbox', '');
@@ -49,8 +58,8 @@ BEGIN
   IF FOUND THEN
     RETURN NULL;
   END IF;
-  INSERT INTO outbox (conta_id, tipo, dados, group_key, available_at)
-  VALUES (p_conta_id, p_tipo, p_dados, v_grupo, now() + interval '60 seconds')
+  INSERT INTO outbox (conta_id, tipo, dados, group_key, available_at, traceparent)
+  VALUES (p_conta_id, p_tipo, p_dados, v_grupo, now() + interval '60 seconds', v_trace)
   ON CONFLICT (conta_id, group_key) WHERE relayed_at IS NULL AND group_key IS NOT NULL DO NOTHING
   RETURNING id INTO v_id;
   RETURN v_id;

@@ -2,7 +2,8 @@
 -- how a write claims its key in the first statement of its transaction, and how the outcome is kept
 -- with the change.
 
-CREATE FUNCTION api_write_claim(p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea)
+-- p_traceparent: the request's trace context, for the events the change emits (NULL: not traced).
+CREATE FUNCTION api_write_claim(p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea, p_traceparent text DEFAULT NULL)
 RETURNS api_write_claim
 LANGUAGE plpgsql
 -- The record's lookup is by its primary key: an index lookup whatever the statistics say. A plan is
@@ -18,6 +19,9 @@ DECLARE
 BEGIN
   -- Who makes the change, for the triggers.
   PERFORM set_config('app.via', 'api', true), set_config('app.chave_id', p_chave_id::text, true);
+  IF p_traceparent IS NOT NULL THEN
+    PERFORM set_config('app.traceparent', p_traceparent, true);
+  END IF;
   c.claim := 'new';
   IF p_key IS NULL THEN
     RETURN c;

@@ -79,11 +79,15 @@ export async function plantDeliveries(
 /** `count` request log rows of the account (null: a request refused before one was known), `ago` ago. */
 export async function plantRequests(
   db: Db,
-  input: { contaId: string | null; chaveId?: string | null; count?: number; ago: string; status?: number; codigo?: string | null; cost?: number; route?: string },
+  input: {
+    contaId: string | null; chaveId?: string | null; count?: number; ago: string; status?: number; codigo?: string | null; cost?: number; route?: string;
+    refusedBy?: string;
+  },
 ): Promise<void> {
   await db.query(sql.typeAlias('void')`
-    INSERT INTO request_log (requisicao_id, conta_id, chave_id, method, route, path, status, codigo, cost, duration_ms, ip, created_at)
+    INSERT INTO request_log (requisicao_id, conta_id, chave_id, method, route, path, status, codigo, cost, duration_ms, ip, created_at, refused_by)
     SELECT gen_random_uuid(), ${input.contaId}, ${input.chaveId ?? null}, 'GET', ${input.route ?? '/cotacoes'}, '/v1/cotacoes',
-           ${input.status ?? 200}, ${input.codigo ?? null}, ${input.cost ?? 1}, 12.5, '127.0.0.1', now() - ${input.ago}::interval
+           ${input.status ?? 200}, ${input.codigo ?? null}, ${input.cost ?? 1}, 12.5, '127.0.0.1', now() - ${input.ago}::interval,
+           ${input.refusedBy ?? null}
       FROM generate_series(1, ${input.count ?? 1})`);
 }

@@ -6,6 +6,7 @@ import type { DeliveryResult } from '#shared/db/outcomes.ts';
 import { montarEnvelope } from '#shared/domain/envelope.ts';
 import { assinar, decide } from '#shared/domain/webhooks.ts';
 import type { WebhookHttp } from './http.ts';
+import { finishAttempt, startAttemptSpan, traceHeaders } from './telemetry.ts';
 
 /** The attempt this delivery was taken for, already recorded as started (shared/db/deliveries.ts). */
 export async function attemptDelivery(row: TakenDelivery, http: WebhookHttp, baseUrl: string): Promise<DeliveryResult> {
@@ -18,13 +19,16 @@ export async function attemptDelivery(row: TakenDelivery, http: WebhookHttp, bas
   }));
   const timestamp = clock.now();
   const secrets = row.segredo_anterior ? [row.segredo, row.segredo_anterior] : [row.segredo];
+  const span = startAttemptSpan(row);
   const outcome = await http.post(row.url, body, {
     // The event id: receivers deduplicate by it, so every retry and replay keeps it.
     'webhook-id': row.event_id,
     'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
     'webhook-signature': assinar(secrets, row.event_id, timestamp, body),
+    ...traceHeaders(span),
   });
   const decision = decide(outcome, row.run_attempts, clock.now());
+  finishAttempt(span, row, outcome, decision.status);
   return {
     contaId: row.conta_id,
     deliveryId: row.id,

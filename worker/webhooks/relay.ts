@@ -2,12 +2,13 @@
 // deliveries, in one statement, so each event is relayed exactly once however many workers run; the
 // statement takes for this worker's dispatcher what it has room for, and leaves the rest due for any
 // worker. Woken by NOTIFY at commit; polls as a fallback and for grouping windows.
-import { relayOutbox } from '#shared/db/outbox.ts';
+import { relayOutbox, type TracedEvent } from '#shared/db/outbox.ts';
 import type { LoopDeps } from '../jobs/types.ts';
 import type { Notifier } from '../notifier.ts';
 import { startPoller, type Poller } from '../poller.ts';
 import type { Dispatcher } from './dispatcher.ts';
 import type { Statistics } from './statistics.ts';
+import { traceRelayPass } from './telemetry.ts';
 
 const BATCH = 500;
 /**
@@ -31,7 +32,14 @@ export function startRelay(deps: LoopDeps, notifier: Notifier, dispatcher: Dispa
     spacingMs: RELAY_SPACING_MS,
     // When another worker holds the relay lock nothing is claimed; it keeps going while it finds events.
     step: async () => {
-      const relayed = await dispatcher.relay((take, outcomes) => relayOutbox(pool, BATCH, take, outcomes));
+      const startedAt = Date.now();
+      let traced: readonly TracedEvent[] = [];
+      const relayed = await dispatcher.relay(async (take, outcomes) => {
+        const pass = await relayOutbox(pool, BATCH, take, outcomes);
+        traced = pass.traced;
+        return pass;
+      });
+      traceRelayPass(traced, startedAt);
       if (relayed >= BATCH) statistics.backlog();
       return relayed;
     },

@@ -1,0 +1,73 @@
+// The OpenTelemetry SDK, loaded only when telemetry is on (start.ts): a tracer provider exporting
+// spans in batches and a meter provider exporting metrics periodically, both over OTLP/HTTP (JSON),
+// with the role's resource, and the async-hooks context manager that lets a span started in a request
+// be the parent of the SQL it runs.
+import { context, metrics as metricsApi, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { detectResources, envDetector, hostDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
+import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import {
+  AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler,
+} from '@opentelemetry/sdk-trace';
+import type { SamplerSetting, TelemetrySettings } from './settings.ts';
+import { createMetrics } from './metrics.ts';
+import { telemetry } from './state.ts';
+
+export type Identity = { role: string; version: string };
+
+/** Starts the providers the settings ask for and turns telemetry on; the function that stops them. */
+export function startSdk(settings: TelemetrySettings, identity: Identity): () => Promise<void> {
+  const resource = roleResource(identity);
+  const stops: (() => Promise<void>)[] = [];
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  if (settings.traces) {
+    const provider = new TracerProvider({
+      resource,
+      sampler: samplerOf(settings.sampler),
+      // Nothing that is a value of the request: a long attribute is cut, never exported whole.
+      spanLimits: { attributeValueLengthLimit: 512, linkCountLimit: 256 },
+      spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), scheduledDelayMillis: settings.spanDelayMs })],
+    });
+    trace.setGlobalTracerProvider(provider);
+    telemetry.tracer = provider.getTracer('printfarm', identity.version);
+    stops.push(() => provider.shutdown());
+  }
+  if (settings.metrics) {
+    const reader = new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: settings.metricIntervalMs });
+    const provider = new MeterProvider({ resource, readers: [reader] });
+    metricsApi.setGlobalMeterProvider(provider);
+    telemetry.metrics = createMetrics(provider.getMeter('printfarm', identity.version));
+    stops.push(() => provider.shutdown());
+  }
+  return async () => {
+    delete telemetry.tracer;
+    delete telemetry.metrics;
+    // Each provider flushes what it holds before it stops.
+    await Promise.allSettled(stops.map((stop) => stop()));
+  };
+}
+
+/**
+ * service.name per role (printfarm-web, printfarm-worker), the version, the process and the host;
+ * OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override.
+ */
+function roleResource(identity: Identity): Resource {
+  return resourceFromAttributes({
+    'service.name': `printfarm-${identity.role}`,
+    'service.version': identity.version,
+    'service.namespace': 'printfarm',
+    'service.instance.id': `${process.pid}@${identity.role}`,
+    'process.pid': process.pid,
+    'process.runtime.name': 'nodejs',
+    'process.runtime.version': process.versions.node,
+  }).merge(detectResources({ detectors: [hostDetector, envDetector] }));
+}
+
+function samplerOf(setting: SamplerSetting): Sampler {
+  const root = setting.kind === 'always_on' ? new AlwaysOnSampler()
+    : setting.kind === 'always_off' ? new AlwaysOffSampler()
+    : new TraceIdRatioBasedSampler(setting.ratio);
+  return setting.parentBased ? new ParentBasedSampler({ root }) : root;
+}
