@@ -93,7 +93,7 @@ WITH usage AS (
          p.rajada AS burst_size,
          coalesce(l.used, 0) AS reads_this_minute, p.leituras_por_minuto AS reads_per_minute,
          coalesce(e.used, 0) AS writes_this_minute, p.escritas_por_minuto AS writes_per_minute,
-         coalesce(m.chamadas, 0) AS calls_this_month, p.chamadas_por_mes AS calls_per_month,
+         coalesce(m.calls, 0) AS calls_this_month, p.chamadas_por_mes AS calls_per_month,
          s.key_in_flight, p.simultaneas_por_chave AS key_concurrency,
          s.account_in_flight, p.simultaneas_por_conta AS account_concurrency
     FROM chaves_api k
@@ -103,7 +103,7 @@ WITH usage AS (
     -- A window older than the current minute counts nothing (admission starts it again).
     LEFT JOIN minute_windows l ON l.conta_id = k.conta_id AND l.classe = 'leitura' AND l.window_start >= admission_window(now())
     LEFT JOIN minute_windows e ON e.conta_id = k.conta_id AND e.classe = 'escrita' AND e.window_start >= admission_window(now())
-    LEFT JOIN uso_mensal_efetivo m ON m.conta_id = k.conta_id AND m.mes = admission_month(now())
+    LEFT JOIN effective_monthly_usage m ON m.conta_id = k.conta_id AND m.month = admission_month(now())
     CROSS JOIN LATERAL (
       SELECT coalesce(sum(r.in_flight) FILTER (WHERE r.chave_id = k.id), 0)::int AS key_in_flight,
              coalesce(sum(r.in_flight), 0)::int AS account_in_flight
@@ -141,9 +141,9 @@ SELECT * FROM api_key_usage WHERE cardinality(near) > 0;
 CREATE VIEW api_keys_suspended AS
 SELECT k.conta_id, k.id AS chave_id, k.prefixo, k.nome, c.plano_id, u.email AS creator_email,
        k.suspensa_ate AS suspended_until, k.suspensa_ate - now() AS time_left, k.recusas_consecutivas AS consecutive_refusals,
-       s.inicio AS suspended_at, s.limite AS limit_hit, s.retry_after AS retry_after_asked,
-       (SELECT count(*)::int FROM suspensoes d
-         WHERE d.conta_id = k.conta_id AND d.chave_id = k.id AND d.inicio > now() - interval '1 day') AS suspensions_24h,
+       s.started_at AS suspended_at, s.limit_name AS limit_hit, s.retry_after AS retry_after_asked,
+       (SELECT count(*)::int FROM suspensions d
+         WHERE d.conta_id = k.conta_id AND d.chave_id = k.id AND d.started_at > now() - interval '1 day') AS suspensions_24h,
        coalesce(r.logged, 0) AS refusals_logged, r.first_at AS first_refusal_at, r.last_at AS last_refusal_at,
        r.routes AS refused_routes, coalesce(g.at_ceiling, '{}') AS at_ceiling_now,
        n.created_at AS last_notice_at, n.status AS last_notice_status
@@ -153,8 +153,8 @@ SELECT k.conta_id, k.id AS chave_id, k.prefixo, k.nome, c.plano_id, u.email AS c
   LEFT JOIN api_key_usage g ON g.conta_id = k.conta_id AND g.chave_id = k.id
   -- The suspension admission recorded (none when an operator suspended the key by hand).
   LEFT JOIN LATERAL (
-    SELECT s.inicio, s.limite, s.retry_after FROM suspensoes s
-     WHERE s.conta_id = k.conta_id AND s.chave_id = k.id AND s.fim = k.suspensa_ate
+    SELECT s.started_at, s.limit_name, s.retry_after FROM suspensions s
+     WHERE s.conta_id = k.conta_id AND s.chave_id = k.id AND s.ends_at = k.suspensa_ate
      ORDER BY s.id DESC LIMIT 1) s ON true
   LEFT JOIN LATERAL (
     SELECT count(*)::int AS logged, min(x.created_at) AS first_at, max(x.created_at) AS last_at,
