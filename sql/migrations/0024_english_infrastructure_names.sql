@@ -1,4 +1,4 @@
--- One language per concept (docs/decisions/0047-rooms-short-functions-one-language.md): the counters of
+-- One language per concept (docs/decisions/0048-english-infrastructure-names.md): the counters of
 -- admission and the history of suspensions are infrastructure, like the deliveries and the hourly
 -- delivery counter (0022), and are named in English; the contract's nouns (contas, chaves_api,
 -- planos and their columns, the limits' names stored in a row) keep theirs. A rename takes a
