@@ -197,7 +197,7 @@ test('admission charges /produtos from limite before the page is known (RateLimi
   assert.equal(res.body.dados, []);
   assert.match(res.headers.get('ratelimit') ?? '', /^"rajada";r=0;/);
   await settled(app);
-  const mes = await app.db.pool.oneFirst(sql.unsafe`SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${pobre.contaId}`);
+  const mes = await app.db.pool.oneFirst(sql.unsafe`SELECT calls FROM effective_monthly_usage WHERE conta_id = ${pobre.contaId}`);
   assert.is(mes, 1, 'an empty page is settled to 1 unit');
 });
 

@@ -286,7 +286,7 @@ test('the minute counter is the writes\', up to the burst\'s size; the month tak
   const uso = () => app.db.pool.one(sql.type(z.object({ escrita: z.number(), leitura: z.number(), mes: z.number() }))`
     SELECT ${minuteUsed(pequena.contaId, 'escrita')} AS escrita,
            ${minuteUsed(pequena.contaId, 'leitura')} AS leitura,
-           coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${pequena.contaId}), 0)::int AS mes`);
+           coalesce((SELECT calls FROM effective_monthly_usage WHERE conta_id = ${pequena.contaId}), 0)::int AS mes`);
   const res = await lote(Array.from({ length: 30 }, () => ({ tipo: 'entrada', variacao_id: v(produto), quantidade: 1, motivo: 'outro' })), { token: pequena.token });
   assert.is(res.status, 201, res.text);
   await settled(app);

@@ -163,10 +163,10 @@ test('an event has an ETag for good: an If-None-Match with it is a 304, free in 
   const etag = first.headers.get('etag') ?? '';
   assert.match(etag, /^"1-[\w-]+"$/);
   await db().query(sql.unsafe`
-    INSERT INTO uso_mensal (conta_id, mes, chamadas)
+    INSERT INTO monthly_usage (conta_id, month, calls)
     SELECT c.id, date_trunc('month', now() AT TIME ZONE 'UTC')::date, p.chamadas_por_mes FROM contas c JOIN planos p ON p.id = c.plano_id
      WHERE c.id = ${conta.contaId}
-    ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = excluded.chamadas`);
+    ON CONFLICT (conta_id, month) DO UPDATE SET calls = excluded.calls`);
   await db().query(sql.unsafe`DELETE FROM month_advances WHERE conta_id = ${conta.contaId}`);
   const again = await request(`${app.baseUrl}/eventos/${id}`, { token: conta.token, headers: { 'if-none-match': etag } });
   assert.equal([again.status, again.headers.get('etag')], [304, etag]);

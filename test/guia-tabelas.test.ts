@@ -142,8 +142,8 @@ test('webhooks.md: the retry schedule and the bulk catalog threshold', () => {
 });
 
 test('the suspension rule and the event log\'s retention, as the service applies them', async () => {
-  const regra = await db.pool.one(sql.type(z.object({ recusas: z.number(), minutos: z.number() }))`SELECT recusas, minutos FROM regra_de_suspensao()`);
-  assert.match(page('limites.md').replace(/\s+/g, ' '), `${regra.recusas} recusas seguidas por limite (429) suspendem a chave por ${regra.minutos} minutos`);
+  const rule = await db.pool.one(sql.type(z.object({ refusals: z.number(), minutes: z.number() }))`SELECT refusals, minutes FROM suspension_rule()`);
+  assert.match(page('limites.md').replace(/\s+/g, ' '), `${rule.refusals} recusas seguidas por limite (429) suspendem a chave por ${rule.minutes} minutos`);
   assert.match(page('registro-de-eventos.md').replace(/\s+/g, ' '), `disponível por **${RETENTION.outboxDays} dias** depois de registrado`);
 });
 

@@ -50,7 +50,7 @@ test.after(async () => {
   await db.close();
 });
 
-const TABLES = ['chaves_api', 'contas', 'usuarios', 'planos', 'rate_buckets', 'minute_windows', 'uso_mensal', 'month_advances',
+const TABLES = ['chaves_api', 'contas', 'usuarios', 'planos', 'rate_buckets', 'minute_windows', 'monthly_usage', 'month_advances',
   'request_slots', 'idempotency_keys', 'produtos', 'variacoes', 'locais', 'estoque_saldos', 'estoque_movimentos', 'outbox',
   'deliveries', 'delivery_attempts'];
 

@@ -111,7 +111,7 @@ test('the e-mails to a key\'s creator and an endpoint\'s creator are Portuguese'
   const account = await createAccount(app.db.pool, { plano: 'farm' });
   // The month used up: twenty refusals in a row suspend the key and e-mail its creator.
   await app.db.pool.query(sql.unsafe`
-    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 750000)`);
+    INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 750000)`);
   for (let i = 0; i < 20; i++) assert.is((await client(app.baseUrl, account.token).get('/saude')).status, 429);
   // An endpoint disabled by its receiver (410), another by five days of failures.
   await app.db.pool.transaction(async (tx) => {

@@ -87,7 +87,7 @@ test('requests of one key in one batch are decided one after another: the burst 
   assert.equal(rows.slice(0, 10).map((r) => r.rajada_r), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
   assert.is(rows[10]?.reason, 'rajada');
   assert.is(rows[10]?.retry_after, 1);
-  const month = await db().oneFirst(sql.unsafe`SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${account.contaId}`);
+  const month = await db().oneFirst(sql.unsafe`SELECT calls FROM effective_monthly_usage WHERE conta_id = ${account.contaId}`);
   assert.is(month, 10, 'the month counts the admitted ones only');
 });
 
@@ -167,7 +167,7 @@ test('a batch that commits after its requests were answered 503 is undone, and a
     await app.web.flush();
     usage = await db().one(sql.type(Usage)`
       SELECT coalesce((SELECT sum(in_flight) FROM request_slots WHERE conta_id = ${account.contaId}), 0)::int AS slots,
-             coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${account.contaId}), 0)::int AS mes,
+             coalesce((SELECT calls FROM effective_monthly_usage WHERE conta_id = ${account.contaId}), 0)::int AS mes,
              (SELECT tokens FROM rate_buckets WHERE chave_id = ${account.chaveId})::float8 AS tokens`);
     if (usage.tokens !== null && usage.slots === 0 && usage.mes === 0) break;
   }

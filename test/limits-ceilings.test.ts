@@ -63,7 +63,7 @@ for (const [plano, q] of Object.entries(PLANOS)) {
     await rolledBack(async (tx) => {
       const account = await createAccount(tx, { plano });
       await tx.query(sql.unsafe`
-        INSERT INTO uso_mensal (conta_id, mes, chamadas)
+        INSERT INTO monthly_usage (conta_id, month, calls)
         VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, ${q.mes - 1})`);
       const results = await admitSequence(tx, account.token, 2);
       assert.is(results[0]?.outcome, 'ok');
@@ -156,14 +156,14 @@ test('waiting exactly Retry-After is enough for each limit', async () => {
 test('the month rolls over on the first day of the next month (UTC)', async () => {
   const account = await createAccount(db.pool, { plano: 'bancada' });
   await db.pool.query(sql.unsafe`
-    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)`);
+    INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)`);
   const refused = await admitOnce(db.pool, account.token);
   assert.is(refused.reason, 'mes');
   const expected = await db.pool.oneFirst(sql.unsafe`
     SELECT ceil(extract(epoch FROM (date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC' - now()))::int`);
   assert.ok(Math.abs((refused.retry_after ?? 0) - Number(expected)) <= 1, 'Retry-After points at the next month');
   // That month is now the previous one: the new month starts from zero.
-  await db.pool.query(sql.unsafe`UPDATE uso_mensal SET mes = (mes - interval '1 month')::date WHERE conta_id = ${account.contaId}`);
+  await db.pool.query(sql.unsafe`UPDATE monthly_usage SET month = (month - interval '1 month')::date WHERE conta_id = ${account.contaId}`);
   const admitted = await admitOnce(db.pool, account.token);
   assert.is(admitted.outcome, 'ok');
   assert.is(admitted.mes_r, 50000 - 1);
@@ -183,9 +183,9 @@ test('the slots of a process that died free themselves within 30 s; a live proce
 test('a refusal changes no counter and a refused key is charged nothing', async () => {
   const account = await createAccount(db.pool, { plano: 'bancada' });
   await db.pool.query(sql.unsafe`
-    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)`);
+    INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)`);
   for (let i = 0; i < 3; i++) assert.is((await admitOnce(db.pool, account.token)).reason, 'mes');
-  const used = await db.pool.oneFirst(sql.unsafe`SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${account.contaId}`);
+  const used = await db.pool.oneFirst(sql.unsafe`SELECT calls FROM effective_monthly_usage WHERE conta_id = ${account.contaId}`);
   assert.is(used, 50000);
   const slots = await db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM request_slots WHERE conta_id = ${account.contaId}`);
   assert.is(slots, 0);

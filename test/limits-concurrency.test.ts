@@ -65,7 +65,7 @@ test('200 concurrent requests through two web processes never pass the minute ce
     assert.ok(statuses.every((s) => s === 200 || s === 429 || s === 403), `statuses ${[...new Set(statuses)]}`);
     assert.ok(statuses.includes(429));
     assert.ok(admitted > 0 && admitted <= 40, `admitted ${admitted}`);
-    const counted = await app.db.pool.oneFirst(sql.unsafe`SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${account.contaId}`);
+    const counted = await app.db.pool.oneFirst(sql.unsafe`SELECT calls FROM effective_monthly_usage WHERE conta_id = ${account.contaId}`);
     assert.is(counted, admitted, 'the month counts exactly the admitted calls');
     const minute = await app.db.pool.oneFirst(sql.unsafe`SELECT ${minuteUsed(account.contaId, 'leitura')} AS used`);
     assert.ok(Number(minute) <= 40, `minute ${minute}`);

@@ -35,7 +35,7 @@ function parsed(header: string | null) {
 
 const usage = (account: TestAccount) =>
   app.db.pool.one(sql.type(z.object({ mes: z.number(), tokens: z.number(), at: z.number(), leitura: z.number(), escrita: z.number() }))`
-    SELECT coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${account.contaId}), 0)::int AS mes,
+    SELECT coalesce((SELECT calls FROM effective_monthly_usage WHERE conta_id = ${account.contaId}), 0)::int AS mes,
            (SELECT tokens FROM rate_buckets WHERE chave_id = ${account.chaveId})::float8 AS tokens,
            (SELECT extract(epoch FROM refreshed_at) FROM rate_buckets WHERE chave_id = ${account.chaveId})::float8 AS at,
            ${minuteUsed(account.contaId, 'leitura')} AS leitura,
@@ -83,7 +83,7 @@ test('every admitted response carries RateLimit-Policy and RateLimit as RFC 9651
 test('RateLimit names the limit closest to exhaustion', async () => {
   const account = await createAccount(app.db.pool, { plano: 'farm' });
   await app.db.pool.query(sql.unsafe`
-    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 749990)`);
+    INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 749990)`);
   const res = await get(account, '/saude');
   const current = parsed(res.headers.get('ratelimit'))[0];
   assert.is(current?.name, 'mes');
@@ -156,7 +156,7 @@ test('a call charged for more than it used gives the difference back', async () 
 test('twenty refusals in a row suspend the key for 15 minutes, e-mail its creator, and a job lifts it', async () => {
   const account = await createAccount(app.db.pool, { plano: 'bancada' });
   await app.db.pool.query(sql.unsafe`
-    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)`);
+    INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)`);
   for (let i = 0; i < 19; i++) assert.is((await get(account, '/saude')).status, 429);
   const email = await app.db.pool.oneFirst(sql.unsafe`SELECT email FROM usuarios WHERE id = ${account.usuarioId}`);
   assert.is(smtp.messages.filter((m) => m.to.includes(String(email))).length, 0, 'not yet');
@@ -206,11 +206,11 @@ test('twenty refusals in a row suspend the key for 15 minutes, e-mail its creato
   } finally {
     clock.reset();
   }
-  const Suspensao = z.object({ limite: z.string(), recusas: z.number(), avisada: z.boolean(), retry_after: z.number() });
-  const suspensoes = await app.db.pool.any(sql.type(Suspensao)`
-    SELECT limite, recusas, avisada, retry_after FROM suspensoes WHERE chave_id = ${account.chaveId} ORDER BY id`);
-  assert.equal(suspensoes.map((s) => [s.limite, s.recusas, s.avisada]), [['mes', 20, true], ['mes', 20, false]]);
-  assert.ok(suspensoes.every((s) => s.retry_after > 0));
+  const Suspension = z.object({ limit_name: z.string(), refusals: z.number(), notified: z.boolean(), retry_after: z.number() });
+  const suspensions = await app.db.pool.any(sql.type(Suspension)`
+    SELECT limit_name, refusals, notified, retry_after FROM suspensions WHERE chave_id = ${account.chaveId} ORDER BY id`);
+  assert.equal(suspensions.map((s) => [s.limit_name, s.refusals, s.notified]), [['mes', 20, true], ['mes', 20, false]]);
+  assert.ok(suspensions.every((s) => s.retry_after > 0));
   const emails = await app.db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM outgoing_emails WHERE conta_id = ${account.contaId}`);
   assert.is(emails, 1, 'one e-mail a day');
 });
@@ -218,15 +218,15 @@ test('twenty refusals in a row suspend the key for 15 minutes, e-mail its creato
 test('a key suspended again a day after its last e-mail has its creator e-mailed again', async () => {
   const account = await createAccount(app.db.pool, { plano: 'bancada' });
   const suspend = () => app.db.pool.query(sql.unsafe`
-    SELECT registrar_suspensao(${account.contaId}, ${account.chaveId}, now() + interval '15 minutes', 'rajada', 3, 20)`);
+    SELECT record_suspension(${account.contaId}, ${account.chaveId}, now() + interval '15 minutes', 'rajada', 3, 20)`);
   await suspend();
   await suspend();
   await app.db.pool.query(sql.unsafe`
-    UPDATE suspensoes SET inicio = inicio - interval '25 hours', fim = fim - interval '25 hours' WHERE chave_id = ${account.chaveId}`);
+    UPDATE suspensions SET started_at = started_at - interval '25 hours', ends_at = ends_at - interval '25 hours' WHERE chave_id = ${account.chaveId}`);
   await suspend();
-  const avisadas = await app.db.pool.anyFirst(sql.type(z.object({ avisada: z.boolean() }))`
-    SELECT avisada FROM suspensoes WHERE chave_id = ${account.chaveId} ORDER BY id`);
-  assert.equal(avisadas, [true, false, true], 'the first, not the second the same day, the third a day later');
+  const notified = await app.db.pool.anyFirst(sql.type(z.object({ notified: z.boolean() }))`
+    SELECT notified FROM suspensions WHERE chave_id = ${account.chaveId} ORDER BY id`);
+  assert.equal(notified, [true, false, true], 'the first, not the second the same day, the third a day later');
   const emails = await app.db.pool.oneFirst(sql.unsafe`
     SELECT count(*)::int FROM outgoing_emails WHERE conta_id = ${account.contaId} AND kind = 'chave_suspensa'`);
   assert.is(emails, 2);
@@ -235,17 +235,17 @@ test('a key suspended again a day after its last e-mail has its creator e-mailed
 test('GET /conta shows the rule of suspension and the key\'s suspensions of the last 24 hours', async () => {
   const account = await createAccount(app.db.pool, { plano: 'bancada' });
   const suspensao = (horas: number) => sql.unsafe`
-    INSERT INTO suspensoes (conta_id, chave_id, inicio, fim, limite, retry_after, recusas, avisada)
+    INSERT INTO suspensions (conta_id, chave_id, started_at, ends_at, limit_name, retry_after, refusals, notified)
     VALUES (${account.contaId}, ${account.chaveId}, now() - make_interval(hours => ${horas}),
             now() - make_interval(hours => ${horas}) + interval '15 minutes', 'rajada', 1, 20, false)`;
   await app.db.pool.query(suspensao(2));
   await app.db.pool.query(suspensao(30));
   const conta = await get(account, '/conta');
   assert.equal(conta.body.suspensao, { recusas_para_suspender: 20, minutos: 15, suspensoes_24h: 1 });
-  // The API reference states the rule the database applies (regra_de_suspensao()).
-  const regra = await app.db.pool.one(sql.type(z.object({ recusas: z.number(), minutos: z.number() }))`SELECT * FROM regra_de_suspensao()`);
+  // The API reference states the rule the database applies (suspension_rule()).
+  const rule = await app.db.pool.one(sql.type(z.object({ refusals: z.number(), minutes: z.number() }))`SELECT * FROM suspension_rule()`);
   const reference = await (await fetch(`${app.baseUrl}/openapi.json`)).json() as { paths: Record<string, { get: { description: string } }> };
-  assert.match(reference.paths['/conta']?.get.description ?? '', `${regra.recusas} recusas seguidas por limite suspendem a chave por ${regra.minutos} minutos`);
+  assert.match(reference.paths['/conta']?.get.description ?? '', `${rule.refusals} recusas seguidas por limite suspendem a chave por ${rule.minutes} minutos`);
 });
 
 test('GET /conta costs nothing against the month: a client can look before it spends', async () => {
@@ -266,11 +266,11 @@ test('GET /conta costs nothing against the month: a client can look before it sp
 test('an admitted call resets the count of refusals', async () => {
   const account = await createAccount(app.db.pool, { plano: 'bancada' });
   const fill = sql.unsafe`
-    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)
-    ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = 50000`;
+    INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 50000)
+    ON CONFLICT (conta_id, month) DO UPDATE SET calls = 50000`;
   await app.db.pool.query(fill);
   for (let i = 0; i < 19; i++) assert.is((await get(account, '/saude')).status, 429);
-  await app.db.pool.query(sql.unsafe`UPDATE uso_mensal SET chamadas = 0 WHERE conta_id = ${account.contaId}`);
+  await app.db.pool.query(sql.unsafe`UPDATE monthly_usage SET calls = 0 WHERE conta_id = ${account.contaId}`);
   assert.is((await get(account, '/saude')).status, 200);
   await app.db.pool.query(fill);
   for (let i = 0; i < 19; i++) assert.is((await get(account, '/saude')).status, 429);

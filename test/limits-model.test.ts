@@ -27,7 +27,7 @@ const test = suite('limits: admission against a reference model');
 const RUNS = seededRuns('MODEL_RUNS', 100);
 
 // Small ceilings, so that a sequence of a few dozen steps reaches each of them; a month of 4,000
-// calls charges uso_mensal in blocks of 4, and each sequence starts near its ceiling.
+// calls charges monthly_usage in blocks of 4, and each sequence starts near its ceiling.
 const PLAN: Plan = { rajada: 4, recarga: 1, leituras: 8, escritas: 4, mes: 4000, porChave: 2, porConta: 3 };
 const PLANO = 'modelo';
 const KEYS = ['a1', 'a2', 'b1'] as const;
@@ -98,8 +98,8 @@ async function callAdmission(real: Real, requests: Sent[], holder: Process, path
 async function checkAccounts(model: AdmissionModel, real: Real, step: string): Promise<void> {
   for (const [name, contaId] of Object.entries(real.contas)) {
     const { month, emails } = await real.tx.one(sql.type(z.object({ month: z.number(), emails: z.number() }))`
-      SELECT coalesce((SELECT chamadas FROM uso_mensal_efetivo
-                        WHERE conta_id = ${contaId} AND mes = date_trunc('month', now() AT TIME ZONE 'UTC')::date), 0)::int AS month,
+      SELECT coalesce((SELECT calls FROM effective_monthly_usage
+                        WHERE conta_id = ${contaId} AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date), 0)::int AS month,
              (SELECT count(*)::int FROM outgoing_emails WHERE conta_id = ${contaId} AND kind = 'chave_suspensa') AS emails`);
     const expected = { month: model.monthOf(name), emails: model.emailsOf(name) };
     assert.equal({ month, emails }, expected, `account ${name} after ${step}: the model says ${JSON.stringify(expected)}, the database ${JSON.stringify({ month, emails })}`);
@@ -377,7 +377,7 @@ async function shiftTimestamps(real: Real, seconds: number): Promise<void> {
     UPDATE request_slots SET expires_at = expires_at - make_interval(secs => ${seconds})
      WHERE conta_id = ANY (${contas}) AND holder = ${HOLDERS.dead}`);
   await real.tx.query(sql.typeAlias('void')`
-    UPDATE suspensoes SET inicio = inicio - make_interval(secs => ${seconds}), fim = fim - make_interval(secs => ${seconds})
+    UPDATE suspensions SET started_at = started_at - make_interval(secs => ${seconds}), ends_at = ends_at - make_interval(secs => ${seconds})
      WHERE conta_id = ANY (${contas})`);
   await real.tx.query(sql.typeAlias('void')`
     UPDATE chaves_api SET suspensa_ate = suspensa_ate - make_interval(secs => ${seconds}),
@@ -420,8 +420,8 @@ class HandSetMonth implements Cmd {
     const calls = PLAN.mes + this.past;
     model.setMonth(this.account, calls);
     await real.tx.query(sql.typeAlias('void')`
-      INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${real.contas[this.account]}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, ${calls})
-      ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = excluded.chamadas`);
+      INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${real.contas[this.account]}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, ${calls})
+      ON CONFLICT (conta_id, month) DO UPDATE SET calls = excluded.calls`);
     // The calls made, whatever was charged ahead (set to the value it had, the advance would still count).
     await real.tx.query(sql.typeAlias('void')`DELETE FROM month_advances WHERE conta_id = ${real.contas[this.account]}`);
     await checkAccounts(model, real, this.toString());
@@ -467,11 +467,11 @@ class NextMonth implements Cmd {
   async run(model: AdmissionModel, real: Real) {
     model.nextMonth();
     const contas = sql.array(Object.values(real.contas), 'uuid');
-    for (const table of ['uso_mensal', 'month_advances']) {
+    for (const table of ['monthly_usage', 'month_advances']) {
       await real.tx.query(sql.typeAlias('void')`
-        DELETE FROM ${sql.identifier([table])} WHERE conta_id = ANY (${contas}) AND mes < date_trunc('month', now() AT TIME ZONE 'UTC')::date`);
+        DELETE FROM ${sql.identifier([table])} WHERE conta_id = ANY (${contas}) AND month < date_trunc('month', now() AT TIME ZONE 'UTC')::date`);
       await real.tx.query(sql.typeAlias('void')`
-        UPDATE ${sql.identifier([table])} SET mes = (mes - interval '1 month')::date WHERE conta_id = ANY (${contas})`);
+        UPDATE ${sql.identifier([table])} SET month = (month - interval '1 month')::date WHERE conta_id = ANY (${contas})`);
     }
     await checkAccounts(model, real, this.toString());
   }
@@ -510,7 +510,7 @@ async function runSequence(cmds: Iterable<Cmd>, month: { A: number; B: number })
     const b = await createAccount(tx, { plano: PLANO });
     for (const [conta, used] of [[a.contaId, month.A], [b.contaId, month.B]] as const) {
       await tx.query(sql.typeAlias('void')`
-        INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${conta}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, ${used})`);
+        INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${conta}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, ${used})`);
     }
     const clock = await tx.one(sql.type(z.object({ now_ms: z.number(), minute_left: z.number(), month_left: z.number() }))`
       SELECT (extract(epoch FROM now()) * 1000)::float8 AS now_ms,

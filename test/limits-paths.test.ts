@@ -59,7 +59,7 @@ async function state(tx: Tx, contas: string[]): Promise<unknown> {
     SELECT json_build_object(
       'buckets', (SELECT json_agg(b ORDER BY chave_id) FROM rate_buckets b WHERE conta_id = ANY (${ids})),
       'minutes', (SELECT json_agg(w ORDER BY conta_id, classe) FROM minute_windows w WHERE conta_id = ANY (${ids})),
-      'month', (SELECT json_agg(u ORDER BY conta_id) FROM uso_mensal u WHERE conta_id = ANY (${ids})),
+      'month', (SELECT json_agg(u ORDER BY conta_id) FROM monthly_usage u WHERE conta_id = ANY (${ids})),
       'advances', (SELECT json_agg(a ORDER BY conta_id) FROM month_advances a WHERE conta_id = ANY (${ids})),
       'slots', (SELECT json_agg(json_build_object('holder', holder, 'chave_id', chave_id, 'in_flight', in_flight,
                                                   'live', expires_at > now()) ORDER BY holder, chave_id)
@@ -108,7 +108,7 @@ test('the burst, the minute of each class and the month through their ceilings',
   await samePaths(async (tx) => {
     const a = await createAccount(tx, { plano: 'caminhos' });
     await tx.query(sql.unsafe`
-      INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${a.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 3990)`);
+      INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${a.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 3990)`);
     return {
       contas: [a.contaId],
       calls: [
@@ -130,7 +130,7 @@ test('the month through blocks, refunds and a hand-set counter', async () => {
                           ARRAY[0], ARRAY[0], ARRAY[2], ARRAY[0])`);
     };
     const byHand = async (t: Tx) => {
-      await t.query(sql.unsafe`UPDATE uso_mensal SET chamadas = 3995 WHERE conta_id = ${a.contaId}`);
+      await t.query(sql.unsafe`UPDATE monthly_usage SET calls = 3995 WHERE conta_id = ${a.contaId}`);
     };
     return {
       contas: [a.contaId],
@@ -175,7 +175,7 @@ test('repetitions known before charging: a completed Idempotency-Key on its path
     const a = await createAccount(tx, { plano: 'caminhos' });
     await tx.query(sql.unsafe`UPDATE planos SET rajada = 1000, leituras_por_minuto = 1000, escritas_por_minuto = 1000 WHERE id = 'caminhos'`);
     await tx.query(sql.unsafe`
-      INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${a.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 3996)`);
+      INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${a.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 3996)`);
     await tx.query(sql.unsafe`
       INSERT INTO idempotency_keys (conta_id, chave_id, key, route, request_hash, status_code)
       VALUES (${a.contaId}, ${a.chaveId}, 'feita', 'POST /cotacoes', sha256('x'), 201)`);
@@ -190,7 +190,7 @@ test('repetitions known before charging: a completed Idempotency-Key on its path
         write({ chave: 'nova', rota: 'POST /cotacoes' }), read([1]), read([7, 1]), read([]), read([2]),
         { token: a.token, release: released(a) }, { token: a.token, release: released(a) }, write({ chave: 'feita', rota: 'POST /cotacoes' }),
         // Past the month's ceiling (a plan lowered by hand), a repetition still costs nothing there.
-        async (t: Tx) => void (await t.query(sql.unsafe`UPDATE uso_mensal SET chamadas = 4100 WHERE conta_id = ${a.contaId}`)),
+        async (t: Tx) => void (await t.query(sql.unsafe`UPDATE monthly_usage SET calls = 4100 WHERE conta_id = ${a.contaId}`)),
         write({ chave: 'feita', rota: 'POST /cotacoes' }), read([1]),
       ],
     };

@@ -48,7 +48,7 @@ const conditional = (c: Conta) => get(c, `/produtos/${c.produto}`, { 'if-none-ma
 const replay = (c: Conta) => criar(c, c.chave, c.quotation);
 
 const counters = (c: TestAccount) => app.db.pool.one(sql.type(z.object({ mes: z.number(), leitura: z.number(), escrita: z.number() }))`
-  SELECT coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${c.contaId}), 0)::int AS mes,
+  SELECT coalesce((SELECT calls FROM effective_monthly_usage WHERE conta_id = ${c.contaId}), 0)::int AS mes,
          ${minuteUsed(c.contaId, 'leitura')} AS leitura,
          ${minuteUsed(c.contaId, 'escrita')} AS escrita`);
 
@@ -60,7 +60,7 @@ function limited(res: TestResponse, limite: RegExp) {
 test('at the month ceiling: the 304 and the replay are served, and the month does not move', async () => {
   const c = await conta();
   await awayFromMinuteBoundary(app.db.pool);
-  await app.db.pool.query(sql.unsafe`UPDATE uso_mensal SET chamadas = 1000 WHERE conta_id = ${c.contaId}`);
+  await app.db.pool.query(sql.unsafe`UPDATE monthly_usage SET calls = 1000 WHERE conta_id = ${c.contaId}`);
   await app.db.pool.query(sql.unsafe`DELETE FROM month_advances WHERE conta_id = ${c.contaId}`);
   limited(await get(c, `/produtos/${c.produto}`), /mês/);
   // The current version with a digest this service did not make names nothing: charged in full.

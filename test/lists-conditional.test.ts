@@ -36,7 +36,7 @@ async function account(): Promise<TestAccount> {
 }
 
 const counters = (a: TestAccount) => app.db.pool.one(sql.type(z.object({ mes: z.number(), leitura: z.number() }))`
-  SELECT coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${a.contaId}), 0)::int AS mes,
+  SELECT coalesce((SELECT calls FROM effective_monthly_usage WHERE conta_id = ${a.contaId}), 0)::int AS mes,
          ${minuteUsed(a.contaId, 'leitura')} AS leitura`);
 
 test('every list of the route table answers with an ETag and declares its 304', () => {
@@ -79,7 +79,7 @@ test('an unchanged page is a 304 that costs nothing in the month; a changed one 
 test('at the month ceiling an unchanged page is still a 304; a changed page is a 429 without its body', async () => {
   const a = await account();
   const etag = (await get(a, '/canais')).headers.get('etag') ?? '';
-  await app.db.pool.query(sql.unsafe`UPDATE uso_mensal SET chamadas = 1000 WHERE conta_id = ${a.contaId}`);
+  await app.db.pool.query(sql.unsafe`UPDATE monthly_usage SET calls = 1000 WHERE conta_id = ${a.contaId}`);
   await app.db.pool.query(sql.unsafe`DELETE FROM month_advances WHERE conta_id = ${a.contaId}`);
   assert.is((await get(a, '/canais')).status, 429, 'without If-None-Match: refused at admission');
   assert.is((await get(a, '/canais', { 'if-none-match': etag })).status, 304);

@@ -229,7 +229,7 @@ test('api_key_usage and api_keys_near_limits: every active key against each ceil
     await tx.query(sql.unsafe`
       INSERT INTO minute_windows (conta_id, classe, window_start, used)
       VALUES (${account.contaId}, 'leitura', date_trunc('minute', now()), 48), (${account.contaId}, 'escrita', date_trunc('minute', now()), 20)`);
-    await tx.query(sql.unsafe`INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 150000)`);
+    await tx.query(sql.unsafe`INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 150000)`);
     // Farm: the key holds its 3 slots (two live processes), which are also the account's 3; a dead process's slot does not count.
     const slots = await createAccount(tx, { plano: 'farm' });
     const second = await addKey(tx, slots);

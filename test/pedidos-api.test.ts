@@ -114,7 +114,7 @@ test('the ETag moves with every change of the order or its items, and only then'
   assert.equal(final.itens.map((i: any) => [i.etapa, i.situacao]), [[`Etapa ${id.slice(0, 6)} 2`, 'ativo'], [null, 'finalizado']]);
 });
 
-test('a 304 has no body and costs 1 in the burst and nothing in the month (uso_mensal and the RateLimit header)', async () => {
+test('a 304 has no body and costs 1 in the burst and nothing in the month (monthly_usage and the RateLimit header)', async () => {
   await app.db.pool.query(sql.unsafe`UPDATE planos SET chamadas_por_mes = 1000 WHERE id = ${await planoMedidor(app.db.pool)}`);
   const medidor = await createAccount(app.db.pool, { plano: 'medidor' });
   const id = await novoPedido(app.db.pool, medidor.contaId);

@@ -84,7 +84,7 @@ test('bad limite, cursor or parameters are 400 dados_invalidos', async () => {
 });
 
 test('a list costs 1 up to limite 25 and 3 above it or with two filters', async () => {
-  const month = () => app.db.pool.oneFirst(sql.unsafe`SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${account.contaId}`);
+  const month = () => app.db.pool.oneFirst(sql.unsafe`SELECT calls FROM effective_monthly_usage WHERE conta_id = ${account.contaId}`);
   const cases: [string, number][] = [
     ['/canais', 1], ['/canais?limite=25', 1], ['/canais?limite=26', 3], ['/canais?limite=100', 3],
     ['/canais?atualizado_desde=2020-01-01T00:00:00Z', 1],

@@ -63,7 +63,7 @@ async function domainSnapshot(): Promise<{ domain: string; keys: number; month: 
   return app.db.pool.one(sql.type(z.object({ domain: z.string(), keys: z.number(), month: z.number() }))`
     SELECT ${tables} AS domain,
            (SELECT count(*)::int FROM idempotency_keys) AS keys,
-           coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${conta.contaId}), 0)::int AS month`);
+           coalesce((SELECT calls FROM effective_monthly_usage WHERE conta_id = ${conta.contaId}), 0)::int AS month`);
 }
 
 async function send(req: GeneratedRequest): Promise<{ status: number; headers: Headers; text: string }> {

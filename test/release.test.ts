@@ -67,7 +67,7 @@ test('a release on an empty database applies every migration and builds the code
   assert.is(after?.xmin, built?.xmin, 'the second release wrote nothing');
   const tables = (await query<{ t: string }>(url, "SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public'")).map((r) => r.t);
   for (const table of ['planos', 'contas', 'chaves_api', 'produtos', 'estoque_movimentos', 'cotacoes', 'pedidos_producao',
-    'webhook_endpoints', 'outbox', 'deliveries', 'delivery_attempts', 'idempotency_keys', 'request_log', 'uso_mensal']) {
+    'webhook_endpoints', 'outbox', 'deliveries', 'delivery_attempts', 'idempotency_keys', 'request_log', 'monthly_usage']) {
     assert.ok(tables.includes(table), `table ${table} exists`);
   }
 });

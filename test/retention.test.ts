@@ -73,7 +73,7 @@ test.before(async () => {
 });
 // Every test starts from empty tables, whatever the previous one left.
 test.before.each(async () => {
-  await db.pool.query(sql.unsafe`TRUNCATE request_log, idempotency_keys, webhook_hourly_usage, outbox, deliveries, delivery_attempts, suspensoes, purge_probe,
+  await db.pool.query(sql.unsafe`TRUNCATE request_log, idempotency_keys, webhook_hourly_usage, outbox, deliveries, delivery_attempts, suspensions, purge_probe,
                                      outbox_archive, deliveries_archive, delivery_attempts_archive`);
 });
 test.after(async () => {
@@ -153,13 +153,13 @@ test('the request log is kept 30 days: a row 30 days and a minute old goes, one 
 
 test('suspensions of keys are kept 30 days from their start', async () => {
   const plant = (ago: string, limite: string) => db.pool.query(sql.unsafe`
-    INSERT INTO suspensoes (conta_id, chave_id, inicio, fim, limite, retry_after, recusas, avisada)
+    INSERT INTO suspensions (conta_id, chave_id, started_at, ends_at, limit_name, retry_after, refusals, notified)
     VALUES (${account.contaId}, ${account.chaveId}, now() - ${ago}::interval, now() - ${ago}::interval + interval '15 minutes',
             ${limite}, 1, 20, false)`);
   await plant('30 days 1 minute', 'mes');
   await plant('29 days 23 hours 59 minutes', 'rajada');
   await run(requestLogRetention);
-  const left = await db.pool.anyFirst(sql.type(z.object({ limite: z.string() }))`SELECT limite FROM suspensoes`);
+  const left = await db.pool.anyFirst(sql.type(z.object({ limit_name: z.string() }))`SELECT limit_name FROM suspensions`);
   assert.equal(left, ['rajada']);
 });
 

@@ -28,8 +28,8 @@ test('GET /saude answers ok with the version and a date-time with offset', async
 
 test('GET /conta shows the account, the key without its secret, the plan limits and the month use, to which it adds nothing', async () => {
   await app.db.pool.query(sql.unsafe`
-    INSERT INTO uso_mensal (conta_id, mes, chamadas) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 40)
-    ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = 40`);
+    INSERT INTO monthly_usage (conta_id, month, calls) VALUES (${account.contaId}, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 40)
+    ON CONFLICT (conta_id, month) DO UPDATE SET calls = 40`);
   const conta = await clienteDeTeste(app.baseUrl, account.token).GET('/conta');
   assert.is(conta.id, account.contaId);
   assert.is(conta.plano, 'oficina');

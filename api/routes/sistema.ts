@@ -118,12 +118,12 @@ const getConta = defineRoute({
       lerPlanoDaConta(deps.pool, caller.contaId),
       lerChave(deps.pool, caller.contaId, caller.chaveId),
       deps.pool.one(sql.type(UsoRow)`
-        SELECT c.nome, coalesce(u.chamadas, 0) AS chamadas, r.recusas AS recusas_para_suspender, r.minutos,
-               (SELECT count(*)::int FROM suspensoes s
-                 WHERE s.conta_id = c.id AND s.chave_id = ${caller.chaveId} AND s.inicio > now() - interval '1 day') AS suspensoes_24h
+        SELECT c.nome, coalesce(u.calls, 0) AS chamadas, r.refusals AS recusas_para_suspender, r.minutes AS minutos,
+               (SELECT count(*)::int FROM suspensions s
+                 WHERE s.conta_id = c.id AND s.chave_id = ${caller.chaveId} AND s.started_at > now() - interval '1 day') AS suspensoes_24h
           FROM contas c
-          CROSS JOIN regra_de_suspensao() r
-          LEFT JOIN uso_mensal_efetivo u ON u.conta_id = c.id AND u.mes = ${`${mes}-01`}::date
+          CROSS JOIN suspension_rule() r
+          LEFT JOIN effective_monthly_usage u ON u.conta_id = c.id AND u.month = ${`${mes}-01`}::date
          WHERE c.id = ${caller.contaId}`),
     ]);
     if (!chave) throw new Error('admitted key vanished');

@@ -76,8 +76,8 @@ export const Claim = z.object({
   status_code: z.number().nullable(),
   codigo: z.string().nullable(),
   motivo: z.string().nullable(),
-  /** The refused items of a refused batch, kept to be replayed as they were answered. */
-  recusas: z.array(z.object({ indice: z.number().int(), motivo: z.string(), mensagem: z.string() })).nullish(),
+  /** The refused items of a refused batch, kept to be replayed as they were answered (the body's recusas). */
+  refusals: z.array(z.object({ indice: z.number().int(), motivo: z.string(), mensagem: z.string() })).nullish(),
 });
 export type Claim = z.infer<typeof Claim>;
 const ClaimRow = Claim.extend({ resource_id: z.string().nullable() });
@@ -96,7 +96,7 @@ export function begunFrom(claim: Claim & { resource_id?: string | null }): Begun
     case 'done':
       return {
         kind: 'replay', status: claim.status_code ?? 200, resourceId: claim.resource_id ?? null, codigo: claim.codigo, motivo: claim.motivo,
-        recusas: (claim.recusas ?? null) as ItemRecusado[] | null,
+        recusas: (claim.refusals ?? null) as ItemRecusado[] | null,
       };
   }
 }
@@ -109,7 +109,7 @@ export function begunFrom(claim: Claim & { resource_id?: string | null }): Begun
  */
 export async function beginWrite(tx: Db, caller: Caller, keyed: KeyedRequest | null): Promise<Begun> {
   const row = await tx.one(sql.prepared('api_write_claim', ClaimRow)`
-    SELECT claim, status_code, resource_id, codigo, motivo, recusas
+    SELECT claim, status_code, resource_id, codigo, motivo, refusals
       FROM api_write_claim(${caller.contaId}, ${caller.chaveId}, ${keyed?.key ?? null}, ${keyed?.route ?? null},
                            ${keyed ? sql.binary(keyed.hash) : null}, ${activeTraceparent()})`);
   return begunFrom(row);

@@ -16,7 +16,7 @@ export const RETENTION = {
    */
   outboxDays: 30,
   /** Suspensions of keys, from their start (GET /conta and the e-mail read the last 24 hours). */
-  suspensoesDays: 30,
+  suspensionsDays: 30,
   /** Hourly delivery counters (only the current hour is ever read). */
   hourlyCountersDays: 2,
 } as const;
@@ -53,9 +53,9 @@ const PURGES = {
     due: sql.fragment`encerrado_em < now() - make_interval(days => ${RETENTION.outboxDays})`,
   },
   // Suspensions of keys (what operators read to answer why a key was suspended), from their start.
-  suspensoes: {
-    table: 'suspensoes', key: ['conta_id', 'chave_id', 'id'], batch: 5_000,
-    due: sql.fragment`inicio < now() - make_interval(days => ${RETENTION.suspensoesDays})`,
+  suspensions: {
+    table: 'suspensions', key: ['conta_id', 'chave_id', 'id'], batch: 5_000,
+    due: sql.fragment`started_at < now() - make_interval(days => ${RETENTION.suspensionsDays})`,
   },
   webhook_hourly_usage: {
     table: 'webhook_hourly_usage', key: ['conta_id', 'hour'], batch: 5_000,

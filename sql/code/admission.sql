@@ -41,10 +41,10 @@ AS $$
 DECLARE
   v_now timestamptz := now();
   v_window timestamptz := admission_window(v_now);
-  v_mes date := admission_month(v_now);
+  v_month_start date := admission_month(v_now);
   v_next_month timestamptz := admission_month_end(v_now);
   v_month_t int := ceil(extract(epoch FROM v_next_month - v_now))::int;
-  v_mes_text text := v_mes::text;
+  v_month_text text := v_month_start::text;
   -- A minute window, as the answers give it: its start (epoch seconds) and the seconds left of it.
   v_window_epoch bigint := extract(epoch FROM v_window)::bigint;
   v_now_epoch float8 := extract(epoch FROM v_now)::float8;
@@ -57,8 +57,8 @@ DECLARE
   v_conta uuid;
   a int := 0;
   v_win_l timestamptz; v_used_l int; v_win_e timestamptz; v_used_e int; v_account_slots int;
-  -- The month: units used, units charged to uso_mensal, and what is left of the advance.
-  v_month int; v_chamadas int; v_unspent int; v_block int;
+  -- The month: units used, units charged to monthly_usage, and what is left of the advance.
+  v_month int; v_charged int; v_unspent int; v_block int;
   -- The key being decided and its state; k keys seen so far, the account's from v_first_key on.
   v_chave uuid;
   v_k int;
@@ -112,7 +112,7 @@ BEGIN
   FOR x IN
     SELECT h.i::int AS i, h.escopo, h.permissao, h.custo, p_custos_mes[h.i] AS custo_mes, h.classe, k.*,
            ik.feita IS TRUE OR (p_outras_provas[h.i] IS NOT NULL AND admission_repeticao(k.conta_id, p_outras_provas[h.i])) AS repeticao,
-           b.tokens, b.refreshed_at, w.win_l, w.used_l, w.win_e, w.used_e, m.chamadas AS month_charged, m.unspent AS month_unspent,
+           b.tokens, b.refreshed_at, w.win_l, w.used_l, w.win_e, w.used_e, m.calls AS month_charged, m.unspent AS month_unspent,
            s.key_slots, s.account_slots
       FROM unnest(p_hashes, p_escopos, p_permissoes, p_custos, p_classes) WITH ORDINALITY AS h(hash, escopo, permissao, custo, classe, i)
       -- Each lookup is its own subquery (LIMIT 1: never merged into one big join), so it stays an index
@@ -140,9 +140,9 @@ BEGIN
       LEFT JOIN LATERAL (SELECT max(window_start) FILTER (WHERE classe = 'leitura') AS win_l, max(used) FILTER (WHERE classe = 'leitura') AS used_l,
                                 max(window_start) FILTER (WHERE classe = 'escrita') AS win_e, max(used) FILTER (WHERE classe = 'escrita') AS used_e
                            FROM minute_windows WHERE conta_id = k.conta_id) w ON true
-      LEFT JOIN LATERAL (SELECT u.chamadas, ma.unspent FROM uso_mensal u
-                           LEFT JOIN month_advances ma ON ma.conta_id = u.conta_id AND ma.mes = u.mes AND ma.charged = u.chamadas
-                          WHERE u.conta_id = k.conta_id AND u.mes = v_mes LIMIT 1) m ON true
+      LEFT JOIN LATERAL (SELECT u.calls, ma.unspent FROM monthly_usage u
+                           LEFT JOIN month_advances ma ON ma.conta_id = u.conta_id AND ma.month = u.month AND ma.charged = u.calls
+                          WHERE u.conta_id = k.conta_id AND u.month = v_month_start LIMIT 1) m ON true
       LEFT JOIN LATERAL (SELECT coalesce(sum(rs.in_flight) FILTER (WHERE rs.chave_id = k.chave_id), 0)::int AS key_slots,
                                 coalesce(sum(rs.in_flight), 0)::int AS account_slots
                            FROM request_slots rs WHERE rs.conta_id = k.conta_id AND rs.expires_at > v_now) s ON true
@@ -168,14 +168,14 @@ BEGIN
       v_used_l := CASE WHEN x.win_l >= v_window THEN x.used_l ELSE 0 END;
       v_win_e := greatest(x.win_e, v_window);
       v_used_e := CASE WHEN x.win_e >= v_window THEN x.used_e ELSE 0 END;
-      v_chamadas := coalesce(x.month_charged, 0);
+      v_charged := coalesce(x.month_charged, 0);
       v_unspent := coalesce(x.month_unspent, 0);
-      v_month := v_chamadas - v_unspent;
+      v_month := v_charged - v_unspent;
       -- The slots count without those this call gives back.
       v_account_slots := CASE WHEN p_sem_vaga THEN 0
                               ELSE greatest(0, x.account_slots - cardinality(array_positions(p_release_contas, v_conta))) END;
       -- Every per-account array gets this account's entry now: they are unnested side by side.
-      a_conta[a] := v_conta; a_block[a] := 0; a_charged[a] := v_chamadas; a_unspent[a] := NULL;
+      a_conta[a] := v_conta; a_block[a] := 0; a_charged[a] := v_charged; a_unspent[a] := NULL;
     END IF;
 
     -- The key's state: kept in k_* between its requests, in v_* while its requests come in a row.
@@ -243,13 +243,13 @@ BEGIN
       v_used := v_used + v_custo;
       IF v_classe = 'escrita' THEN v_used_e := v_used; v_took_e := true; ELSE v_used_l := v_used; v_took_l := true; END IF;
       v_month := v_month + v_custo_mes;
-      -- Spent from the advance; when it runs short, uso_mensal is charged the next block in this
+      -- Spent from the advance; when it runs short, monthly_usage is charged the next block in this
       -- same transaction.
-      v_block := admission_month_block(v_custo_mes, v_chamadas, v_unspent, x.chamadas_por_mes);
+      v_block := admission_month_block(v_custo_mes, v_charged, v_unspent, x.chamadas_por_mes);
       IF v_block > 0 THEN
-        v_chamadas := v_chamadas + v_block;
+        v_charged := v_charged + v_block;
         a_block[a] := a_block[a] + v_block;
-        a_charged[a] := v_chamadas;
+        a_charged[a] := v_charged;
         v_blocks := true;
       END IF;
       v_unspent := v_unspent + v_block - v_custo_mes;
@@ -279,7 +279,7 @@ BEGIN
         k_suspended[v_k] := true; k_limite[v_k] := v_limite; k_retry[v_k] := v_retry;
       END IF;
     END IF;
-    v_out[x.i] := admission_answer(v_limite, v_retry, v_suspended_now, x.repeticao, v_caller, v_win_epoch, v_minute_t, v_mes_text,
+    v_out[x.i] := admission_answer(v_limite, v_retry, v_suspended_now, x.repeticao, v_caller, v_win_epoch, v_minute_t, v_month_text,
                                    x.rajada, x.rajada_recarga_por_segundo, v_tokens, v_minuto_q, v_used, x.chamadas_por_mes, v_month, v_month_t);
     -- A repetition (a 304 admission confirmed) needs no body.
     IF v_limite IS NULL AND p_tabelas[x.i] IS NOT NULL AND NOT x.repeticao THEN
@@ -312,7 +312,7 @@ BEGIN
   ), advance AS (
     UPDATE month_advances m SET charged = t.charged, unspent = t.unspent
       FROM unnest(a_conta, a_charged, a_unspent) AS t(conta_id, charged, unspent)
-     WHERE t.unspent IS NOT NULL AND m.conta_id = t.conta_id AND m.mes = v_mes
+     WHERE t.unspent IS NOT NULL AND m.conta_id = t.conta_id AND m.month = v_month_start
     RETURNING 1
   ), slot AS (
     SELECT chave_id, sum(taken)::int AS taken, sum(released)::int AS released
@@ -345,10 +345,10 @@ BEGIN
     ON CONFLICT (conta_id, classe) DO UPDATE SET window_start = excluded.window_start, used = excluded.used;
   END IF;
   IF v_missing_advance THEN
-    INSERT INTO month_advances (conta_id, mes, charged, unspent)
-    SELECT t.conta_id, v_mes, t.charged, t.unspent FROM unnest(a_conta, a_charged, a_unspent) AS t(conta_id, charged, unspent)
+    INSERT INTO month_advances (conta_id, month, charged, unspent)
+    SELECT t.conta_id, v_month_start, t.charged, t.unspent FROM unnest(a_conta, a_charged, a_unspent) AS t(conta_id, charged, unspent)
      WHERE t.unspent IS NOT NULL
-    ON CONFLICT (conta_id, mes) DO UPDATE SET charged = excluded.charged, unspent = excluded.unspent;
+    ON CONFLICT (conta_id, month) DO UPDATE SET charged = excluded.charged, unspent = excluded.unspent;
   END IF;
   IF v_missing_slot THEN
     -- A key new to this process: its row, with what this call took (a release of a row that is not
@@ -359,12 +359,12 @@ BEGIN
     ON CONFLICT (holder, chave_id) DO NOTHING;
   END IF;
 
-  -- uso_mensal, the one logged table, is written only when a block is charged: the other admissions
-  -- write no WAL and their commits wait for no flush.
+  -- monthly_usage, the one logged table, is written only when a block is charged: the other
+  -- admissions write no WAL and their commits wait for no flush.
   IF v_blocks THEN
-    INSERT INTO uso_mensal AS u (conta_id, mes, chamadas)
-    SELECT t.conta_id, v_mes, t.block FROM unnest(a_conta, a_block) AS t(conta_id, block) WHERE t.block > 0
-    ON CONFLICT (conta_id, mes) DO UPDATE SET chamadas = u.chamadas + excluded.chamadas;
+    INSERT INTO monthly_usage AS u (conta_id, month, calls)
+    SELECT t.conta_id, v_month_start, t.block FROM unnest(a_conta, a_block) AS t(conta_id, block) WHERE t.block > 0
+    ON CONFLICT (conta_id, month) DO UPDATE SET calls = u.calls + excluded.calls;
   END IF;
 
   -- Refusal counts, suspensions, the last use (kept to the minute: it is for people, not rules), and
@@ -375,7 +375,7 @@ BEGIN
            ultimo_uso_em = CASE WHEN t.taken > 0 THEN v_now ELSE ch.ultimo_uso_em END
       FROM unnest(k_chave, k_conta, k_recusas, k_suspensa, k_taken, k_update) AS t(chave_id, conta_id, recusas, suspensa, taken, changed)
      WHERE t.changed AND ch.conta_id = t.conta_id AND ch.id = t.chave_id;
-    PERFORM registrar_suspensao(t.conta_id, t.chave_id, t.suspensa, t.limite, t.retry, t.recusas)
+    PERFORM record_suspension(t.conta_id, t.chave_id, t.suspensa, t.limite, t.retry, t.recusas)
        FROM unnest(k_chave, k_conta, k_suspensa, k_suspended, k_limite, k_retry, k_recusas)
             AS t(chave_id, conta_id, suspensa, suspended_now, limite, retry, recusas)
       WHERE t.suspended_now;
@@ -409,11 +409,11 @@ BEGIN
 END $$;
 
 -- Gives back what a request was charged beyond its final cost (a 304, an idempotent repetition,
--- fewer products than limite): rows of (chave_id, conta_id, classe, window_start, mes, burst,
--- minute, month) refunds, applied in one call per batch, off the request path. Refunds of the month
+-- fewer products than limite): rows of (chave_id, conta_id, classe, window_start, month_start,
+-- burst, minute, month) refunds, applied in one call per batch, off the request path. Refunds of the month
 -- go back to the advance, with no durable write either.
 CREATE FUNCTION api_settle(
-  p_chave_id uuid[], p_conta_id uuid[], p_classe text[], p_window timestamptz[], p_mes date[],
+  p_chave_id uuid[], p_conta_id uuid[], p_classe text[], p_window timestamptz[], p_month_start date[],
   p_burst int[], p_minute int[], p_month int[], p_read_charge int[]
 ) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -424,8 +424,8 @@ BEGIN
      FROM (SELECT DISTINCT conta_id FROM unnest(p_conta_id) AS x(conta_id) ORDER BY conta_id) a;
 
   WITH s AS (
-    SELECT * FROM unnest(p_chave_id, p_conta_id, p_classe, p_window, p_mes, p_burst, p_minute, p_month, p_read_charge)
-      AS x(chave_id, conta_id, classe, window_start, mes, burst, minute, month, read_charge)
+    SELECT * FROM unnest(p_chave_id, p_conta_id, p_classe, p_window, p_month_start, p_burst, p_minute, p_month, p_read_charge)
+      AS x(chave_id, conta_id, classe, window_start, month_start, burst, minute, month, read_charge)
   ), burst AS (
     UPDATE rate_buckets b SET tokens = least(g.capacity, b.tokens + g.burst)
       FROM (SELECT s.chave_id, sum(s.burst) AS burst, min(p.rajada) AS capacity
@@ -434,13 +434,13 @@ BEGIN
      WHERE b.chave_id = g.chave_id
   ), month AS (
     -- Given back to the month's advance: spent by the next admissions without a durable write
-    -- (uso_mensal already counts it), or, if a crash forgets it, left counted.
-    -- An advance that no longer agrees with uso_mensal (set by hand) starts over from the refund.
-    INSERT INTO month_advances AS a (conta_id, mes, charged, unspent)
-    SELECT g.conta_id, g.mes, u.chamadas, least(g.month, u.chamadas)
-      FROM (SELECT conta_id, mes, sum(month)::int AS month FROM s WHERE month > 0 GROUP BY conta_id, mes) g
-      JOIN uso_mensal u ON u.conta_id = g.conta_id AND u.mes = g.mes
-    ON CONFLICT (conta_id, mes) DO UPDATE
+    -- (monthly_usage already counts it), or, if a crash forgets it, left counted.
+    -- An advance that no longer agrees with monthly_usage (set by hand) starts over from the refund.
+    INSERT INTO month_advances AS a (conta_id, month, charged, unspent)
+    SELECT g.conta_id, g.month_start, u.calls, least(g.month, u.calls)
+      FROM (SELECT conta_id, month_start, sum(month)::int AS month FROM s WHERE month > 0 GROUP BY conta_id, month_start) g
+      JOIN monthly_usage u ON u.conta_id = g.conta_id AND u.month = g.month_start
+    ON CONFLICT (conta_id, month) DO UPDATE
       SET unspent = least(excluded.charged, CASE WHEN a.charged = excluded.charged THEN a.unspent ELSE 0 END + excluded.unspent),
           charged = excluded.charged
   )
@@ -467,7 +467,7 @@ BEGIN
 END $$;
 
 -- The calls each account made in each month: what the quota counts and GET /conta shows.
-CREATE VIEW uso_mensal_efetivo AS
-SELECT u.conta_id, u.mes, u.chamadas - coalesce(a.unspent, 0) AS chamadas, coalesce(a.unspent, 0) AS adiantadas
-  FROM uso_mensal u
-  LEFT JOIN month_advances a ON a.conta_id = u.conta_id AND a.mes = u.mes AND a.charged = u.chamadas;
+CREATE VIEW effective_monthly_usage AS
+SELECT u.conta_id, u.month, u.calls - coalesce(a.unspent, 0) AS calls, coalesce(a.unspent, 0) AS unspent
+  FROM monthly_usage u
+  LEFT JOIN month_advances a ON a.conta_id = u.conta_id AND a.month = u.month AND a.charged = u.calls;

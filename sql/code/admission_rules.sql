@@ -132,33 +132,33 @@ LANGUAGE sql STABLE AS $$
            WHEN 'mes' THEN ceil(extract(epoch FROM p_next_month - p_now))::int END
 $$;
 
--- The block of the month charged to uso_mensal when the advance cannot pay for this cost: a
+-- The block of the month charged to monthly_usage when the advance cannot pay for this cost: a
 -- thousandth of the month's calls (at least the cost), never past the ceiling; 0 when it can.
-CREATE FUNCTION admission_month_block(p_custo int, p_chamadas int, p_unspent int, p_chamadas_por_mes int) RETURNS int
+CREATE FUNCTION admission_month_block(p_custo int, p_charged int, p_unspent int, p_chamadas_por_mes int) RETURNS int
 LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE WHEN p_unspent >= p_custo THEN 0
-              ELSE least(p_chamadas_por_mes - p_chamadas, greatest(p_custo - p_unspent, p_chamadas_por_mes / 1000)) END
+              ELSE least(p_chamadas_por_mes - p_charged, greatest(p_custo - p_unspent, p_chamadas_por_mes / 1000)) END
 $$;
 
 -- The rule of suspension (contract §8.4 leaves the numbers to us): this many consecutive limit
 -- refusals suspend a key for this many minutes. One place: admission applies it, GET /conta and the
 -- e-mail show it. Two scalars, so that admission_suspension is inlined (a function in FROM is not).
-CREATE FUNCTION suspensao_recusas() RETURNS int
+CREATE FUNCTION suspension_refusals() RETURNS int
 LANGUAGE sql IMMUTABLE AS $$ SELECT 20 $$;
 
-CREATE FUNCTION suspensao_minutos() RETURNS int
+CREATE FUNCTION suspension_minutes() RETURNS int
 LANGUAGE sql IMMUTABLE AS $$ SELECT 15 $$;
 
-CREATE FUNCTION regra_de_suspensao(OUT recusas int, OUT minutos int)
+CREATE FUNCTION suspension_rule(OUT refusals int, OUT minutes int)
 LANGUAGE sql IMMUTABLE AS $$
-  SELECT suspensao_recusas(), suspensao_minutos()
+  SELECT suspension_refusals(), suspension_minutes()
 $$;
 
 -- A refusal for limits counts towards suspension: the one that reaches the rule's count suspends the
 -- key. The end of the suspension, or NULL.
-CREATE FUNCTION admission_suspension(p_recusas int, p_now timestamptz) RETURNS timestamptz
+CREATE FUNCTION admission_suspension(p_refusals int, p_now timestamptz) RETURNS timestamptz
 LANGUAGE sql STABLE AS $$
-  SELECT CASE WHEN p_recusas >= suspensao_recusas() THEN p_now + make_interval(mins => suspensao_minutos()) END
+  SELECT CASE WHEN p_refusals >= suspension_refusals() THEN p_now + make_interval(mins => suspension_minutes()) END
 $$;
 
 -- What admission answers for each request: one line of fields separated by "|", in the order
@@ -204,36 +204,36 @@ $$;
 -- A key suspended now: the suspension kept with the limit and Retry-After of the refusal that caused
 -- it, and an e-mail to the key's creator, unless one went out for this key in the last 24 hours: a
 -- client that keeps hammering is suspended again and again, its creator is told once a day.
-CREATE FUNCTION registrar_suspensao(
-  p_conta_id uuid, p_chave_id uuid, p_ate timestamptz, p_limite text, p_retry_after int, p_recusas int
+CREATE FUNCTION record_suspension(
+  p_conta_id uuid, p_chave_id uuid, p_until timestamptz, p_limit_name text, p_retry_after int, p_refusals int
 ) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-  v_avisar boolean;
+  v_notify boolean;
 BEGIN
-  v_avisar := NOT EXISTS (SELECT FROM suspensoes s
-                           WHERE s.conta_id = p_conta_id AND s.chave_id = p_chave_id AND s.avisada
-                             AND s.inicio > now() - interval '1 day');
-  INSERT INTO suspensoes (conta_id, chave_id, inicio, fim, limite, retry_after, recusas, avisada)
-  VALUES (p_conta_id, p_chave_id, now(), p_ate, p_limite, p_retry_after, p_recusas, v_avisar);
-  IF NOT v_avisar THEN
+  v_notify := NOT EXISTS (SELECT FROM suspensions s
+                           WHERE s.conta_id = p_conta_id AND s.chave_id = p_chave_id AND s.notified
+                             AND s.started_at > now() - interval '1 day');
+  INSERT INTO suspensions (conta_id, chave_id, started_at, ends_at, limit_name, retry_after, refusals, notified)
+  VALUES (p_conta_id, p_chave_id, now(), p_until, p_limit_name, p_retry_after, p_refusals, v_notify);
+  IF NOT v_notify THEN
     RETURN;
   END IF;
   INSERT INTO outgoing_emails (conta_id, kind, to_address, subject, body)
   SELECT ch.conta_id, 'chave_suspensa', u.email,
-         'Chave de API ' || ch.prefixo || ' suspensa por ' || r.minutos || ' minutos',
-         'A chave de API "' || ch.nome || '" (prefixo ' || ch.prefixo || ') recebeu ' || p_recusas
+         'Chave de API ' || ch.prefixo || ' suspensa por ' || r.minutes || ' minutos',
+         'A chave de API "' || ch.nome || '" (prefixo ' || ch.prefixo || ') recebeu ' || p_refusals
          || ' recusas seguidas por limite de uso e ficará suspensa até '
-         || to_char(p_ate AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') || ' UTC.'
-         || E'\n\nO limite da última recusa: ' || CASE p_limite
+         || to_char(p_until AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') || ' UTC.'
+         || E'\n\nO limite da última recusa: ' || CASE p_limit_name
               WHEN 'simultaneas' THEN 'requisições simultâneas da chave ou da conta'
               WHEN 'rajada' THEN 'rajada da chave'
               WHEN 'minuto' THEN 'requisições por minuto da conta'
               ELSE 'chamadas do mês da conta' END
          || '. O cabeçalho Retry-After dessa resposta pedia ' || p_retry_after || ' s de espera.'
-         || E'\n\nRespeite o Retry-After das respostas 429: ' || r.recusas || ' recusas seguidas suspendem a chave por '
-         || r.minutos || ' minutos. Enquanto o cliente insistir, novas suspensões não geram outro e-mail antes de 24 horas.'
+         || E'\n\nRespeite o Retry-After das respostas 429: ' || r.refusals || ' recusas seguidas suspendem a chave por '
+         || r.minutes || ' minutos. Enquanto o cliente insistir, novas suspensões não geram outro e-mail antes de 24 horas.'
     FROM chaves_api ch JOIN usuarios u ON u.conta_id = ch.conta_id AND u.id = ch.usuario_id
-   CROSS JOIN regra_de_suspensao() r
+   CROSS JOIN suspension_rule() r
    WHERE ch.conta_id = p_conta_id AND ch.id = p_chave_id;
 END $$;

@@ -32,7 +32,7 @@ BEGIN
   END IF;
   -- A statement of its own: its snapshot is taken after the lock, so it sees what the previous
   -- holder committed.
-  SELECT i.route, i.request_hash, i.status_code, i.resource_id, i.codigo, i.motivo, i.recusas, i.expires_at INTO k
+  SELECT i.route, i.request_hash, i.status_code, i.resource_id, i.codigo, i.motivo, i.refusals, i.expires_at INTO k
     FROM idempotency_keys i
    WHERE i.conta_id = p_conta_id AND i.chave_id = p_chave_id AND i.key = p_key;
   IF FOUND AND k.expires_at > now() THEN
@@ -44,7 +44,7 @@ BEGIN
       c.resource_id := k.resource_id;
       c.codigo := k.codigo;
       c.motivo := k.motivo;
-      c.recusas := k.recusas;
+      c.refusals := k.refusals;
     END IF;
   END IF;
   RETURN c;
@@ -52,18 +52,19 @@ END $$;
 
 -- Keeps how requests with an Idempotency-Key ended, one statement for a batch of them (one each:
 -- a key twice would fail the statement); an expired record of a key is replaced.
--- p_recusas: the refused items of a refused batch of movements ([{indice, motivo, mensagem}]).
+-- p_refusals: the refused items of a refused batch of movements ([{indice, motivo, mensagem}]), the
+-- body's recusas.
 CREATE FUNCTION api_idempotency_records(
   p_contas uuid[], p_chaves uuid[], p_keys text[], p_routes text[], p_hashes bytea[], p_status int[], p_resources uuid[],
-  p_codigos text[], p_motivos text[], p_recusas jsonb[] DEFAULT NULL
+  p_codigos text[], p_motivos text[], p_refusals jsonb[] DEFAULT NULL
 ) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO idempotency_keys AS k (conta_id, chave_id, key, route, request_hash, status_code, resource_id, codigo, motivo, recusas)
-  SELECT * FROM unnest(p_contas, p_chaves, p_keys, p_routes, p_hashes, p_status, p_resources, p_codigos, p_motivos, p_recusas)
+  INSERT INTO idempotency_keys AS k (conta_id, chave_id, key, route, request_hash, status_code, resource_id, codigo, motivo, refusals)
+  SELECT * FROM unnest(p_contas, p_chaves, p_keys, p_routes, p_hashes, p_status, p_resources, p_codigos, p_motivos, p_refusals)
   ON CONFLICT (conta_id, chave_id, key) DO UPDATE
      SET route = excluded.route, request_hash = excluded.request_hash, status_code = excluded.status_code,
-         resource_id = excluded.resource_id, codigo = excluded.codigo, motivo = excluded.motivo, recusas = excluded.recusas,
+         resource_id = excluded.resource_id, codigo = excluded.codigo, motivo = excluded.motivo, refusals = excluded.refusals,
          created_at = now(), expires_at = now() + interval '24 hours'
    WHERE k.expires_at <= now();
 END $$;
@@ -71,10 +72,10 @@ END $$;
 -- The same for one request.
 CREATE FUNCTION api_idempotency_record(
   p_conta_id uuid, p_chave_id uuid, p_key text, p_route text, p_hash bytea, p_status int, p_resource_id uuid,
-  p_codigo text, p_motivo text, p_recusas jsonb DEFAULT NULL
+  p_codigo text, p_motivo text, p_refusals jsonb DEFAULT NULL
 ) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM api_idempotency_records(ARRAY[p_conta_id], ARRAY[p_chave_id], ARRAY[p_key], ARRAY[p_route], ARRAY[p_hash],
-                                  ARRAY[p_status], ARRAY[p_resource_id], ARRAY[p_codigo], ARRAY[p_motivo], ARRAY[p_recusas]);
+                                  ARRAY[p_status], ARRAY[p_resource_id], ARRAY[p_codigo], ARRAY[p_motivo], ARRAY[p_refusals]);
 END $$;

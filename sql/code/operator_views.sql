@@ -56,28 +56,28 @@ CREATE VIEW queue_depth AS SELECT * FROM queue_depth_rows() ORDER BY queue, stat
 -- Active endpoints whose account is at 80 % or more of a webhook ceiling of its plan (endpoints,
 -- deliveries this hour), or that have been failing for a day or more (disabled after 5 days).
 CREATE VIEW webhook_endpoints_near_caps AS
-WITH uso AS (
+WITH hourly AS (
   SELECT conta_id, deliveries FROM webhook_hourly_usage WHERE hour = date_trunc('hour', now(), 'UTC')
-), ativos AS (
-  SELECT conta_id, count(*) AS ativos FROM webhook_endpoints WHERE ativo GROUP BY conta_id
-), linhas AS (
+), active AS (
+  SELECT conta_id, count(*) AS active FROM webhook_endpoints WHERE ativo GROUP BY conta_id
+), endpoint_rows AS (
   SELECT e.conta_id, e.id AS endpoint_id, e.url, c.plano_id,
-         a.ativos AS endpoints_active, p.webhook_endpoints AS endpoints_allowed,
+         a.active AS endpoints_active, p.webhook_endpoints AS endpoints_allowed,
          coalesce(u.deliveries, 0) AS deliveries_this_hour, p.entregas_webhook_por_hora AS deliveries_per_hour,
          e.falhando_desde AS failing_since,
          e.falhando_desde + interval '5 days' AS disabled_after
     FROM webhook_endpoints e
     JOIN contas c ON c.id = e.conta_id
     JOIN planos p ON p.id = c.plano_id
-    JOIN ativos a ON a.conta_id = e.conta_id
-    LEFT JOIN uso u ON u.conta_id = e.conta_id
+    JOIN active a ON a.conta_id = e.conta_id
+    LEFT JOIN hourly u ON u.conta_id = e.conta_id
    WHERE e.ativo
 )
 SELECT *, array_remove(ARRAY[
          CASE WHEN endpoints_active * 10 >= endpoints_allowed * 8 THEN 'endpoints' END,
          CASE WHEN deliveries_this_hour * 10 >= deliveries_per_hour * 8 THEN 'deliveries_per_hour' END,
          CASE WHEN failing_since <= now() - interval '1 day' THEN 'failing' END], NULL) AS reasons
-  FROM linhas
+  FROM endpoint_rows
  WHERE endpoints_active * 10 >= endpoints_allowed * 8
     OR deliveries_this_hour * 10 >= deliveries_per_hour * 8
     OR failing_since <= now() - interval '1 day';
@@ -87,13 +87,13 @@ SELECT *, array_remove(ARRAY[
 -- the month net of the advance, the slots of live processes); near: the ceilings at 80 % or more,
 -- at_ceiling: those with no room left for one more unit. Names in the arrays are planos' columns.
 CREATE VIEW api_key_usage AS
-WITH uso AS (
+WITH usage AS (
   SELECT k.conta_id, k.id AS chave_id, k.prefixo, k.nome, c.plano_id,
          floor(admission_tokens(b.tokens, b.refreshed_at, p.rajada, p.rajada_recarga_por_segundo, now()))::int AS burst_tokens_left,
          p.rajada AS burst_size,
          coalesce(l.used, 0) AS reads_this_minute, p.leituras_por_minuto AS reads_per_minute,
          coalesce(e.used, 0) AS writes_this_minute, p.escritas_por_minuto AS writes_per_minute,
-         coalesce(m.chamadas, 0) AS calls_this_month, p.chamadas_por_mes AS calls_per_month,
+         coalesce(m.calls, 0) AS calls_this_month, p.chamadas_por_mes AS calls_per_month,
          s.key_in_flight, p.simultaneas_por_chave AS key_concurrency,
          s.account_in_flight, p.simultaneas_por_conta AS account_concurrency
     FROM chaves_api k
@@ -103,7 +103,7 @@ WITH uso AS (
     -- A window older than the current minute counts nothing (admission starts it again).
     LEFT JOIN minute_windows l ON l.conta_id = k.conta_id AND l.classe = 'leitura' AND l.window_start >= admission_window(now())
     LEFT JOIN minute_windows e ON e.conta_id = k.conta_id AND e.classe = 'escrita' AND e.window_start >= admission_window(now())
-    LEFT JOIN uso_mensal_efetivo m ON m.conta_id = k.conta_id AND m.mes = admission_month(now())
+    LEFT JOIN effective_monthly_usage m ON m.conta_id = k.conta_id AND m.month = admission_month(now())
     CROSS JOIN LATERAL (
       SELECT coalesce(sum(r.in_flight) FILTER (WHERE r.chave_id = k.id), 0)::int AS key_in_flight,
              coalesce(sum(r.in_flight), 0)::int AS account_in_flight
@@ -125,7 +125,7 @@ SELECT *,
          CASE WHEN calls_this_month >= calls_per_month THEN 'chamadas_por_mes' END,
          CASE WHEN key_in_flight >= key_concurrency THEN 'simultaneas_por_chave' END,
          CASE WHEN account_in_flight >= account_concurrency THEN 'simultaneas_por_conta' END], NULL) AS at_ceiling
-  FROM uso;
+  FROM usage;
 
 -- Keys at 80 % or more of any ceiling now: burst, reads or writes of the minute, the month, or
 -- simultaneous requests of the key or of its account.
@@ -141,9 +141,9 @@ SELECT * FROM api_key_usage WHERE cardinality(near) > 0;
 CREATE VIEW api_keys_suspended AS
 SELECT k.conta_id, k.id AS chave_id, k.prefixo, k.nome, c.plano_id, u.email AS creator_email,
        k.suspensa_ate AS suspended_until, k.suspensa_ate - now() AS time_left, k.recusas_consecutivas AS consecutive_refusals,
-       s.inicio AS suspended_at, s.limite AS limit_hit, s.retry_after AS retry_after_asked,
-       (SELECT count(*)::int FROM suspensoes d
-         WHERE d.conta_id = k.conta_id AND d.chave_id = k.id AND d.inicio > now() - interval '1 day') AS suspensions_24h,
+       s.started_at AS suspended_at, s.limit_name AS limit_hit, s.retry_after AS retry_after_asked,
+       (SELECT count(*)::int FROM suspensions d
+         WHERE d.conta_id = k.conta_id AND d.chave_id = k.id AND d.started_at > now() - interval '1 day') AS suspensions_24h,
        coalesce(r.logged, 0) AS refusals_logged, r.first_at AS first_refusal_at, r.last_at AS last_refusal_at,
        r.routes AS refused_routes, coalesce(g.at_ceiling, '{}') AS at_ceiling_now,
        n.created_at AS last_notice_at, n.status AS last_notice_status
@@ -153,8 +153,8 @@ SELECT k.conta_id, k.id AS chave_id, k.prefixo, k.nome, c.plano_id, u.email AS c
   LEFT JOIN api_key_usage g ON g.conta_id = k.conta_id AND g.chave_id = k.id
   -- The suspension admission recorded (none when an operator suspended the key by hand).
   LEFT JOIN LATERAL (
-    SELECT s.inicio, s.limite, s.retry_after FROM suspensoes s
-     WHERE s.conta_id = k.conta_id AND s.chave_id = k.id AND s.fim = k.suspensa_ate
+    SELECT s.started_at, s.limit_name, s.retry_after FROM suspensions s
+     WHERE s.conta_id = k.conta_id AND s.chave_id = k.id AND s.ends_at = k.suspensa_ate
      ORDER BY s.id DESC LIMIT 1) s ON true
   LEFT JOIN LATERAL (
     SELECT count(*)::int AS logged, min(x.created_at) AS first_at, max(x.created_at) AS last_at,
@@ -185,15 +185,15 @@ SELECT conta_id, status, codigo, count(*)::int AS requests, sum(cost)::int AS co
 -- against the hourly cap of its account's plan, which counts every endpoint of the account; every
 -- active endpoint, and a disabled one that was sent something this hour.
 CREATE VIEW webhook_endpoint_deliveries_this_hour AS
-WITH hora AS (
-  SELECT date_trunc('hour', now(), 'UTC') AS inicio
-), tentativas AS (
+WITH this_hour AS (
+  SELECT date_trunc('hour', now(), 'UTC') AS start
+), attempts AS (
   SELECT a.conta_id, d.endpoint_id, count(*)::int AS attempts, (count(*) FILTER (WHERE a.succeeded))::int AS succeeded
     FROM all_delivery_attempts a
     JOIN all_deliveries d ON d.conta_id = a.conta_id AND d.id = a.delivery_id
-   WHERE a.started_at >= (SELECT inicio FROM hora)
+   WHERE a.started_at >= (SELECT start FROM this_hour)
    GROUP BY a.conta_id, d.endpoint_id
-), pendentes AS (
+), pending AS (
   SELECT conta_id, endpoint_id, count(*)::int AS pending FROM deliveries WHERE status = 'pending' GROUP BY conta_id, endpoint_id
 )
 SELECT e.conta_id, e.id AS endpoint_id, e.url, e.ativo AS active, c.plano_id,
@@ -205,7 +205,7 @@ SELECT e.conta_id, e.id AS endpoint_id, e.url, e.ativo AS active, c.plano_id,
   FROM webhook_endpoints e
   JOIN contas c ON c.id = e.conta_id
   JOIN planos pl ON pl.id = c.plano_id
-  LEFT JOIN tentativas t ON t.conta_id = e.conta_id AND t.endpoint_id = e.id
-  LEFT JOIN pendentes p ON p.conta_id = e.conta_id AND p.endpoint_id = e.id
-  LEFT JOIN webhook_hourly_usage u ON u.conta_id = e.conta_id AND u.hour = (SELECT inicio FROM hora)
+  LEFT JOIN attempts t ON t.conta_id = e.conta_id AND t.endpoint_id = e.id
+  LEFT JOIN pending p ON p.conta_id = e.conta_id AND p.endpoint_id = e.id
+  LEFT JOIN webhook_hourly_usage u ON u.conta_id = e.conta_id AND u.hour = (SELECT start FROM this_hour)
  WHERE e.ativo OR t.attempts IS NOT NULL;

@@ -221,7 +221,7 @@ export class AdmissionModel {
     for (const account of this.accounts.values()) account.windows = { leitura: { used: 0 }, escrita: { used: 0 } };
   }
 
-  /** The month's calls as an operator sets them in uso_mensal. */
+  /** The month's calls as an operator sets them in monthly_usage. */
   setMonth(conta: string, calls: number): void {
     const account = this.accounts.get(conta);
     if (account) account.month = calls;

@@ -8,7 +8,7 @@ export type Uso = { mes: number; tokens: number; at: number };
 
 export const lerUso = (db: Db, contaId: string, chaveId: string): Promise<Uso> =>
   db.one(sql.type(z.object({ mes: z.number(), tokens: z.number(), at: z.number() }))`
-    SELECT coalesce((SELECT chamadas FROM uso_mensal_efetivo WHERE conta_id = ${contaId}), 0)::int AS mes,
+    SELECT coalesce((SELECT calls FROM effective_monthly_usage WHERE conta_id = ${contaId}), 0)::int AS mes,
            coalesce((SELECT tokens FROM rate_buckets WHERE chave_id = ${chaveId}), 0)::float8 AS tokens,
            coalesce((SELECT extract(epoch FROM refreshed_at) FROM rate_buckets WHERE chave_id = ${chaveId}), 0)::float8 AS at`);
 

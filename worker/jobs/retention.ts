@@ -10,7 +10,7 @@ export const requestLogRetention: JobDef = {
   handler: async (_jobs, { pool, log }) => {
     const particoes = await removerParticoesExpiradas(pool, 'request_log', RETENTION.requestLogDays);
     const deleted = await purge(pool, 'request_log');
-    const suspensoes = await purge(pool, 'suspensoes');
-    log.info({ particoes, deleted, suspensoes }, 'request log retention');
+    const suspensions = await purge(pool, 'suspensions');
+    log.info({ particoes, deleted, suspensions }, 'request log retention');
   },
 };
