@@ -133,7 +133,7 @@ test('metrics arrive by name: requests by route and status, refusals by limit, d
   await eventually(async () => sum('printfarm.webhook.deliveries', (a) => a['printfarm.delivery.outcome'] === 'succeeded'), (n) => n >= 1);
   const expected = [
     'printfarm-web db.client.connection.count', 'printfarm-web process.memory.usage', 'printfarm-web printfarm.db.breaker.open',
-    'printfarm-web nodejs.eventloop.delay.p99', 'printfarm-worker printfarm.queue.depth', 'printfarm-worker printfarm.queue.oldest_age',
+    'printfarm-web nodejs.eventloop.delay.p99', 'printfarm-web printfarm.admission.duration', 'printfarm-worker printfarm.queue.depth', 'printfarm-worker printfarm.queue.oldest_age',
     'printfarm-worker printfarm.webhook.endpoints', 'printfarm-worker http.client.request.duration',
     'printfarm-worker printfarm.webhook.commit_to_receipt', 'printfarm-worker db.client.connection.count',
   ];

@@ -15,7 +15,7 @@ import { jsonBytes } from './compression.ts';
 import { conditionalPage, isConditionalList } from './conditional-list.ts';
 import { provaOf, registroOf, resourceOf } from './repetition.ts';
 import { requestState, type RequestState } from './request-state.ts';
-import { inRequestContext, nameRequestSpan, startPhase } from './tracing.ts';
+import { endAdmission, inRequestContext, nameRequestSpan, startAdmission, startPhase } from './tracing.ts';
 import { writeProblem, writeReply } from './respond.ts';
 import type { AnyRoute, Deps, Reply, RouteContext } from '../routes/types.ts';
 import { validateInput, type Parsed } from './validate.ts';
@@ -41,10 +41,10 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   const early = route.costOfBody ? await settledBody(req, state) : undefined;
   const cost = route.costOfBody && early && 'body' in early ? route.costOfBody(early.body) : route.cost(url.searchParams);
   const rawParams = (req.params ?? {}) as Record<string, string>;
-  const admitting = startPhase(state, 'admission');
+  const admitting = startAdmission(state);
   const admission = await admit(deps.admissions, req.headers.authorization, route, cost, provaOf(route, rawParams, req.headers),
     registroOf(route, rawParams));
-  admitting?.end();
+  endAdmission(admitting);
   state.caller = admission.caller;
   Object.assign(state.headers, admission.headers);
   if (!admission.ok) {

@@ -58,3 +58,17 @@ export function finishRequestTelemetry(state: RequestState, req: IncomingMessage
 export function startPhase(state: RequestState, name: string): Span | undefined {
   return state.span ? startSpan(name) : undefined;
 }
+
+type Timed = { span: Span | undefined; at: number };
+
+/** Admission's phase: its span, and its start for printfarm.admission.duration; undefined when telemetry is off. */
+export function startAdmission(state: RequestState): Timed | undefined {
+  if (!state.span && !telemetry.metrics) return undefined;
+  return { span: startPhase(state, 'admission'), at: performance.now() };
+}
+
+export function endAdmission(timed: Timed | undefined): void {
+  if (!timed) return;
+  timed.span?.end();
+  telemetry.metrics?.admissionDuration.record((performance.now() - timed.at) / 1000);
+}
