@@ -144,6 +144,8 @@ export type LoadResult = {
   p50: number;
   p99: number;
   requests: number;
+  /** Requests of the warm-up before the measured run (what the server did besides `requests`, e.g. spans it exported after). */
+  warmupRequests: number;
   non2xx: number;
   errors: number;
   /** Answers by status code ("200", "304"…): a 304 is not a 2xx, and non2xx alone cannot tell it from a failure. */
@@ -280,7 +282,7 @@ export async function load(options: {
     ...(options.setupRequest ? { requests: [{ setupRequest: options.setupRequest }] } : {}),
   } as autocannon.Options;
   const stopRss = options.rssOf ? sampleRss(options.rssOf) : null;
-  await autocannon({ ...base, duration: 2 });
+  const warmUp = await autocannon({ ...base, duration: 2 });
   const mark = options.writtenIn ? await writtenMark(options.writtenIn) : null;
   const [before, machineBefore] = [sampleCpu(servers, databases), sampleMachine()];
   const r = await autocannon({ ...base, duration: options.seconds });
@@ -298,6 +300,7 @@ export async function load(options: {
     p50: r.latency.p50,
     p99: r.latency.p99,
     requests: r.requests.total,
+    warmupRequests: warmUp.requests.total,
     non2xx: r.non2xx,
     errors: r.errors + r.timeouts,
   };

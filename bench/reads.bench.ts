@@ -7,16 +7,11 @@
 // 200 accounts with one key each and 5 orders of 3 items each; the requests rotate over all 1,000
 // orders and their keys. Figures are reported, never asserted.
 import { Redis } from 'ioredis';
-import { movimentar } from '#shared/db/estoque.ts';
-import { createDatabasePool, sql } from '#shared/db/pool.ts';
-import { criarCanalDeTeste, criarProdutoCompleto } from '../test/helpers/catalogo.ts';
-import { itemAvulso, novaCotacao, novoPedido } from '../test/helpers/cotacoes.ts';
-import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
+import { createDatabasePool } from '#shared/db/pool.ts';
 import { benchDatabase, load, procfileNodeArgs, spawnServer, writeSection, type LoadResult } from './lib.ts';
 import { readsSection, type Measured, type RowSpec } from './reads-report.ts';
+import { ACCOUNTS, ORDERS_PER_ACCOUNT, rotate as rotateOver, seedReads, type Target } from './reads-rig.ts';
 
-const ACCOUNTS = 200;
-const ORDERS_PER_ACCOUNT = 5;
 const CONNECTIONS = 50;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 /** The extra rows are there for scale, not for a ratio: shorter runs keep the bench within minutes. */
@@ -27,42 +22,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 const db = await benchDatabase('reads');
 const pool = await createDatabasePool(db.url, { size: 4, statementTimeoutMs: 120_000, applicationName: 'bench' });
-await createPlan(pool, 'bench_reads', {
-  chaves_ativas: 10, leituras_por_minuto: 100_000_000, escritas_por_minuto: 100_000_000, chamadas_por_mes: 2_000_000_000,
-  rajada: 1_000_000, rajada_recarga_por_segundo: 1_000_000, simultaneas_por_chave: 1000, simultaneas_por_conta: 1000,
-});
-
-/** One account: its key, its orders, and one record of each other kind a GET of one record reads. */
-type Account = { token: string; contaId: string; pedidos: string[]; cotacao: string; produto: string; movimento: string };
-/** One order to read, with its account; etag once the sanity pass has read it. */
-type Target = { account: Account; pedido: string; etag?: string };
-
-async function seedAccount(): Promise<Account> {
-  // Every permission, custos.ver included: the order is read with its cost field, the larger body.
-  const account = await createAccount(pool, { plano: 'bench_reads' });
-  const itens = [itemAvulso('Suporte de parede', 2), itemAvulso('Engrenagem 40 dentes', 10), itemAvulso('Tampa com logo', 1)];
-  const pedidos: string[] = [];
-  for (let i = 0; i < ORDERS_PER_ACCOUNT; i++) {
-    pedidos.push(await novoPedido(pool, account.contaId, { itens: itens.map(({ nome, quantidade }) => ({ tipo: 'avulso', nome, quantidade })) }));
-  }
-  const cotacao = await novaCotacao(pool, account.contaId, { itens });
-  const canal = await criarCanalDeTeste(pool, account.contaId);
-  const produto = await criarProdutoCompleto(pool, account.contaId, {
-    variacoes: [{ partes: ['Base', 'Tampa'] }, { partes: ['Base', 'Tampa'] }, { partes: ['Base', 'Tampa'] }],
-    precos: [{ canalId: canal, faixas: [[1, 3900], [10, 3500], [50, 2900]] }],
-  });
-  const moved = await pool.transaction((tx) => movimentar(tx, account.contaId,
-    { tipo: 'ajuste', variacao_id: produto.variacoes[0]?.id ?? '', contado: 100, motivo: 'correcao' }));
-  if (!moved.ok) throw new Error(`could not seed a movement: ${moved.recusa}`);
-  return { token: account.token, contaId: account.contaId, pedidos, cotacao, produto: produto.produtoId, movimento: moved.movimento.id };
-}
-
-const accounts: Account[] = [];
-for (let i = 0; i < ACCOUNTS; i++) accounts.push(await seedAccount());
-// Consecutive requests go to different accounts: the i-th target is account i mod 200's order i div 200.
-const targets: Target[] = [];
-for (let o = 0; o < ORDERS_PER_ACCOUNT; o++) for (const account of accounts) targets.push({ account, pedido: account.pedidos[o] ?? '' });
-await pool.query(sql.unsafe`VACUUM ANALYZE`);
+const { targets } = await seedReads(pool);
 
 /** Whether Redis answers a PING within a second; without it the Redis baselines are skipped, not failed. */
 async function redisAnswers(url: string): Promise<boolean> {
@@ -88,14 +48,7 @@ const bareRedisPg = redisUp ? await bareServer('redis', 'pg') : null;
 const bareRedisPostgresJs = redisUp ? await bareServer('redis', 'postgres') : null;
 const barePostgres = await bareServer('postgres', 'pg');
 
-/** Requests rotating over every target, each with its account's key: `path` gives the URL path. */
-function rotate(path: (t: Target) => string, headers: (t: Target) => Record<string, string> = () => ({})) {
-  let n = 0;
-  return (req: Record<string, any>) => {
-    const target = targets[n++ % targets.length] as Target;
-    return { ...req, path: path(target), headers: { authorization: `Bearer ${target.account.token}`, ...headers(target) } };
-  };
-}
+const rotate = (path: (t: Target) => string, headers?: (t: Target) => Record<string, string>) => rotateOver(targets, path, headers);
 
 /** Every target read once (and its ETag kept for the 304 row), and every server answering 200: a benchmark of 404s measures nothing. */
 async function sanity(): Promise<void> {

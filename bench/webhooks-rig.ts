@@ -37,6 +37,9 @@ export async function watchPostgres(url: string): Promise<void> {
   else log('PostgreSQL runs elsewhere or its postmaster was not found: every PostgreSQL on this machine is counted');
 }
 
+/** Counts another process of the bench's (e.g. an OTLP sink) under `label` from now on. */
+export const watchProcess = (pid: number | undefined, label: string) => void (pid && processes.set(pid, label));
+
 export type CpuMark = { cpu: ReturnType<typeof sampleCpu>; machine: ReturnType<typeof sampleMachine> };
 export const mark = (): CpuMark => ({ cpu: sampleCpu(processes, databases), machine: sampleMachine() });
 export type CpuUse = { us: Record<string, number>; others: number };
@@ -131,12 +134,23 @@ export const receiverPort = await freePort();
 await new Promise<void>((resolve) => receiver.listen(receiverPort, '127.0.0.1', resolve));
 export const closeReceiver = () => receiver.close();
 
-export function spawnWorker(databaseUrl: string): ChildProcess {
+/**
+ * BENCH_WORKER_ENV: extra variables for every worker, as KEY=VALUE separated by spaces (e.g.
+ * OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 to run them with telemetry on).
+ */
+const workerEnvFromBench = (): Record<string, string> => Object.fromEntries((process.env.BENCH_WORKER_ENV ?? '').split(' ')
+  .filter((pair) => pair.indexOf('=') > 0).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+
+/** A worker process on `databaseUrl` with the defaults, and `env` (then BENCH_WORKER_ENV) over them. */
+export function spawnWorker(databaseUrl: string, env: Record<string, string> = {}): ChildProcess {
   // BENCH_WORKER_NODE_ARGS: extra node flags for the worker (e.g. --cpu-prof to profile it).
   const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, 'worker/main.ts'], {
     cwd: projectRoot,
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, PUBLIC_BASE_URL: WORKER_BASE_URL, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn' },
+    env: {
+      PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, PUBLIC_BASE_URL: WORKER_BASE_URL, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn',
+      ...env, ...workerEnvFromBench(),
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   if (child.pid) processes.set(child.pid, 'worker');
@@ -182,14 +196,23 @@ export async function steady(rate: number, seconds: number, send: (i: number) =>
   await Promise.all(pending);
   return committed;
 }
-/** One event of one of `contas`, in a transaction of its own. */
-export const emitOne = (pool: Pool, contas: readonly string[]) => (i: number) => pool.oneFirst(sql.type(z.object({ id: z.string() }))`
+/** One event of one of `contas`, in a transaction of its own (with `traced`, a trace of its own: tracedChange). */
+export const emitOne = (pool: Pool, contas: readonly string[], traced = false) => (i: number) => pool.oneFirst(sql.type(z.object({ id: z.string() }))`
   SELECT emit_event(${contas[i % contas.length] ?? ''}, 'cotacao.criada',
-    jsonb_build_object('objeto', 'cotacao', 'id', gen_random_uuid(), 'codigo', 'COT-000001', 'status', 'rascunho')) AS id`);
-/** `n` events committed in one statement, spread over `accounts` in turn. */
-export const emitBacklog = (pool: Pool, accounts: readonly string[], n: number) => pool.query(sql.unsafe`
+    jsonb_build_object('objeto', 'cotacao', 'id', gen_random_uuid(), 'codigo', 'COT-000001', 'status', 'rascunho')) AS id
+  ${traced ? sql.fragment`FROM (SELECT ${tracedChange} AS tp OFFSET 0) traced` : sql.fragment``}`);
+/** `n` events committed in one statement, spread over `accounts` in turn (with `traced`, a trace each: tracedChange). */
+export const emitBacklog = (pool: Pool, accounts: readonly string[], n: number, traced = false) => pool.query(sql.unsafe`
   SELECT emit_event(c, 'cotacao.criada', jsonb_build_object('objeto', 'cotacao', 'id', gen_random_uuid(), 'codigo', 'COT-' || g, 'status', 'rascunho'))
-    FROM generate_series(1, ${n}) g, LATERAL (SELECT (${sql.array([...accounts], 'uuid')}::uuid[])[1 + g % ${accounts.length}] AS c) x`);
+    FROM generate_series(1, ${n}) g, LATERAL (SELECT (${sql.array([...accounts], 'uuid')}::uuid[])[1 + g % ${accounts.length}] AS c) x
+    ${traced ? sql.fragment`, LATERAL (SELECT ${tracedChange} AS tp, g AS traced_g OFFSET 0) traced` : sql.fragment``}`);
+/**
+ * A change that declares a trace of its own, sampled, as a traced request's write does
+ * (set_config('app.traceparent', …, true): docs/decisions/0049-opentelemetry.md), which emit_event
+ * keeps in outbox.traceparent and the worker continues; without it the column is NULL, as when the
+ * web's telemetry is off.
+ */
+const tracedChange = sql.fragment`set_config('app.traceparent', '00-' || md5(random()::text) || '-' || left(md5(random()::text), 16) || '-01', true)`;
 
 export function latencies(committed: Map<string, number>) {
   const values = [...committed].flatMap(([id, t]) => {
