@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { z } from 'zod';
-import { ARCHIVE_TABLES, removerParticoesExpiradas } from '#shared/db/particoes.ts';
+import { ARCHIVE_TABLES, dropExpiredPartitions } from '#shared/db/partitions.ts';
 import { inBatches } from '#shared/db/retention.ts';
 import { createDatabasePool, sql, type Pool } from '#shared/db/pool.ts';
 import { criarProdutoCompleto, definirSaldo } from '../test/helpers/catalogo.ts';
@@ -114,8 +114,8 @@ const perDayLog = Math.floor(LOG_ROWS / DAYS);
 const perDayOutbox = Math.floor(OUTBOX_ROWS / DAYS);
 const contas = sql.array(accounts.map((a) => a.contaId), 'uuid');
 for (let ago = DAYS; ago >= 1; ago--) {
-  await pool.query(sql.unsafe`SELECT particao_do_dia('request_log', ${day(ago)})`);
-  for (const tabela of ARCHIVE_TABLES) await pool.query(sql.unsafe`SELECT particao_do_dia(${tabela}, ${day(ago)})`);
+  await pool.query(sql.unsafe`SELECT ensure_day_partition('request_log', ${day(ago)})`);
+  for (const tabela of ARCHIVE_TABLES) await pool.query(sql.unsafe`SELECT ensure_day_partition(${tabela}, ${day(ago)})`);
   await pool.query(sql.unsafe`
     INSERT INTO request_log (requisicao_id, conta_id, chave_id, method, route, path, status, codigo, cost, duration_ms, ip, created_at)
     SELECT (lpad(to_hex((extract(epoch FROM t) * 1000)::bigint), 12, '0') || '7' || substr(h, 1, 3) || '8' || substr(h, 4, 15))::uuid,
@@ -178,7 +178,7 @@ log(`DELETE of one day (${deleted.result} rows) in batches: ${Math.round(deleted
 
 await pool.query(sql.unsafe`CHECKPOINT`);
 mark = await writtenMark(db.url);
-const dropped = await probed(() => removerParticoesExpiradas(pool, 'request_log', DAYS - 1));
+const dropped = await probed(() => dropExpiredPartitions(pool, 'request_log', DAYS - 1));
 const droppedWal = await writtenSince(db.url, mark, 1);
 log(`partition drop of one day (${dropped.result.join(', ')}): ${Math.round(dropped.ms)} ms, WAL ${Math.round(droppedWal.walBytes / 1024)} KB; longest insert meanwhile ${dropped.longestInsertMs.toFixed(1)} ms`);
 
@@ -199,7 +199,7 @@ await pool.query(sql.unsafe`CHECKPOINT`);
 mark = await writtenMark(db.url);
 const outboxDropped = await probed(async () => {
   const names: string[] = [];
-  for (const tabela of ARCHIVE_TABLES) names.push(...(await removerParticoesExpiradas(pool, tabela, DAYS - 1)));
+  for (const tabela of ARCHIVE_TABLES) names.push(...(await dropExpiredPartitions(pool, tabela, DAYS - 1)));
   return names;
 });
 const outboxDroppedWal = await writtenSince(db.url, mark, 1);
@@ -233,7 +233,7 @@ on its own connection (the longest of its inserts says what the purge held up):
 
 | purge | rows | time | WAL | longest probe insert |
 | --- | ---: | ---: | ---: | ---: |
-| request log, partition dropped (\`particoes_expiradas_remover\`) | ${perDayLog.toLocaleString('en-US')} | ${Math.round(dropped.ms)} ms | ${Math.round(droppedWal.walBytes / 1024)} KB | ${dropped.longestInsertMs.toFixed(1)} ms (${dropped.inserts} inserts) |
+| request log, partition dropped (\`drop_expired_partitions\`) | ${perDayLog.toLocaleString('en-US')} | ${Math.round(dropped.ms)} ms | ${Math.round(droppedWal.walBytes / 1024)} KB | ${dropped.longestInsertMs.toFixed(1)} ms (${dropped.inserts} inserts) |
 | request log, the same day's rows deleted 5,000 at a time from an unpartitioned copy (the retention before) | ${deleted.result.toLocaleString('en-US')} | ${Math.round(deleted.ms).toLocaleString('en-US')} ms | ${Math.round(deletedWal.walBytes / 1048576)} MB | ${deleted.longestInsertMs.toFixed(1)} ms (${deleted.inserts} inserts) |
 | events' archive, one day's partitions dropped (three tables, the day's deliveries and attempts partitions empty here) | ${perDayOutbox.toLocaleString('en-US')} | ${Math.round(outboxDropped.ms)} ms | ${Math.round(outboxDroppedWal.walBytes / 1024)} KB | ${outboxDropped.longestInsertMs.toFixed(1)} ms (${outboxDropped.inserts} inserts) |
 | events, the same day's rows deleted 1,000 at a time from an unpartitioned copy (the outbox's retention before the archive) | ${outboxDeleted.result.toLocaleString('en-US')} | ${Math.round(outboxDeleted.ms).toLocaleString('en-US')} ms | ${Math.round(outboxDeletedWal.walBytes / 1048576)} MB | ${outboxDeleted.longestInsertMs.toFixed(1)} ms (${outboxDeleted.inserts} inserts) |

@@ -41,6 +41,7 @@ const FROZEN: readonly { file: string; cites: string; now: readonly string[] }[]
   { file: 'sql/migrations/0013_tipos_de_evento_plpgsql.sql', cites: NOTEBOOK, now: ['docs/decisions/0016-checks-on-hot-tables.md'] },
   { file: 'sql/migrations/0015_entregas_por_prazo.sql', cites: NOTEBOOK, now: ['docs/decisions/0034-deliveries-queue-under-leases.md'] },
   { file: 'sql/migrations/0017_arquivo_do_pipeline.sql', cites: NOTEBOOK, now: ['docs/decisions/0022-webhook-history-in-a-daily-archive.md'] },
+  { file: 'sql/migrations/0014_request_log_por_dia.sql', cites: 'sql/code/particoes.sql', now: ['sql/code/partitions.sql'] },
 ];
 
 const FOUNDING_NOTE = new RegExp(['DESIGN', '\\s*§\\s*\\d[\\d.]*(?:\\s*[-–,]\\s*§?\\d[\\d.]*)*'].join(''), 'g');

@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { archiveEnded, FROM_THE_START } from '#shared/db/archive.ts';
 import { listDeliveries, listAttempts, notifyDeliveriesDue, redeliverFailures } from '#shared/db/delivery-ops.ts';
-import { ARCHIVE_TABLES, removerParticoesExpiradas } from '#shared/db/particoes.ts';
+import { ARCHIVE_TABLES, dropExpiredPartitions } from '#shared/db/partitions.ts';
 import { sql } from '#shared/db/pool.ts';
 import { RETENTION } from '#shared/db/retention.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -222,7 +222,7 @@ test(`the archive's days are dropped whole ${RETENTION.outboxDays} days after th
   const dia = (dias: number) => new Date(Date.now() - dias * 86_400_000).toISOString().slice(0, 10);
   for (const tabela of ARCHIVE_TABLES) {
     for (const dias of [RETENTION.outboxDays + 1, RETENTION.outboxDays - 1]) {
-      await db().query(sql.unsafe`SELECT particao_do_dia(${tabela}, ${dia(dias)}::date)`);
+      await db().query(sql.unsafe`SELECT ensure_day_partition(${tabela}, ${dia(dias)}::date)`);
     }
   }
   const plant = (dias: number) => db().oneFirst(sql.type(z.object({ id: z.string() }))`
@@ -245,7 +245,7 @@ test(`the archive's days are dropped whole ${RETENTION.outboxDays} days after th
   const velho = await plant(RETENTION.outboxDays + 1);
   const novo = await plant(RETENTION.outboxDays - 1);
   const dropped: string[] = [];
-  for (const tabela of ARCHIVE_TABLES) dropped.push(...(await removerParticoesExpiradas(db(), tabela, RETENTION.outboxDays)));
+  for (const tabela of ARCHIVE_TABLES) dropped.push(...(await dropExpiredPartitions(db(), tabela, RETENTION.outboxDays)));
   const nome = (tabela: string, dias: number) => `${tabela}_${dia(dias).replaceAll('-', '')}`;
   for (const tabela of ARCHIVE_TABLES) {
     assert.ok(dropped.includes(nome(tabela, RETENTION.outboxDays + 1)), `${tabela}: the old day dropped`);

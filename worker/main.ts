@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { PgBoss } from 'pg-boss';
 import { loadConfigOrExit, type Config } from '#shared/config.ts';
 import { PIPELINE_SESSION_SETTINGS, somethingWaiting } from '#shared/db/deliveries.ts';
-import { garantirParticoes } from '#shared/db/particoes.ts';
+import { ensurePartitions } from '#shared/db/partitions.ts';
 import { assertDatabaseUtf8, createDatabasePool, type Pool } from '#shared/db/pool.ts';
 import { requireDatabaseUrl, stopOnSignals } from '#shared/lifecycle.ts';
 import { createLogger, type Logger } from '#shared/log.ts';
@@ -52,7 +52,7 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
   });
   if (telemetry.metrics) observeWorker(telemetry.metrics, pool, log);
   // The week's partitions now, not at the job's next turn (a worker started days after the last release).
-  await garantirParticoes(pool);
+  await ensurePartitions(pool);
   // The deliveries and e-mails first: they need no pg-boss, which is loaded and started once what was
   // waiting has gone out (catchUp).
   const notifier = new Notifier(databaseUrl, log);
@@ -92,9 +92,7 @@ async function startJobs(databaseUrl: string, loopDeps: LoopDeps): Promise<{ bos
   boss.on('error', (error: unknown) => loopDeps.log.error({ err: error }, 'pg-boss error'));
   try {
     await boss.start();
-    // Webhook deliveries were pg-boss jobs of this queue until migration 0015; what it still holds
-    // runs under the deliveries' own leases now.
-    await boss.deleteQueue('webhook-delivery');
+    await retireQueues(boss);
     const deps: WorkerDeps = { ...loopDeps, boss };
     for (const job of jobs) {
       await boss.createQueue(job.name, job.queue ?? {});
@@ -108,6 +106,21 @@ async function startJobs(databaseUrl: string, loopDeps: LoopDeps): Promise<{ bos
     throw error;
   }
   return { boss, jobs: jobs.map((j) => j.name) };
+}
+
+/**
+ * Queues of earlier versions, gone with their schedules: webhook deliveries were pg-boss jobs of
+ * `webhook-delivery` until migration 0015 (what it still holds runs under the deliveries' own leases
+ * now), and the partitions job was `particoes-adiante` until migration 0025, whose schedule would go on
+ * making jobs no worker takes.
+ */
+const RETIRED_QUEUES = ['webhook-delivery', 'particoes-adiante'] as const;
+
+async function retireQueues(boss: PgBoss): Promise<void> {
+  for (const name of RETIRED_QUEUES) {
+    await boss.unschedule(name);
+    await boss.deleteQueue(name);
+  }
 }
 
 if (import.meta.main) {

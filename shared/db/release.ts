@@ -26,7 +26,7 @@ export const CODE_SCHEMA = 'code';
  * views, SQL-language functions and triggers name (PL/pgSQL bodies are resolved when they run).
  */
 export const CODE_MODULES = [
-  'common', 'particoes', 'eventos', 'contas', 'catalogo', 'estoque', 'cotacoes', 'pedidos', 'webhooks', 'archive', 'mail',
+  'common', 'partitions', 'eventos', 'contas', 'catalogo', 'estoque', 'cotacoes', 'pedidos', 'webhooks', 'archive', 'mail',
   'idempotency', 'estoque_api', 'representacoes', 'admission_rules', 'admission', 'operator_views',
 ] as const;
 
@@ -135,12 +135,12 @@ async function releaseOnce(client: pg.Client, migrations: Migration[], code: Cod
   }
 }
 
-// Today's and tomorrow's partitions of the tables partitioned by day (sql/code/particoes.sql),
+// Today's and tomorrow's partitions of the tables partitioned by day (sql/code/partitions.sql),
 // whatever else changed: the worker keeps a week ahead, and a missing one only sends rows to the
 // default partition.
 async function ensurePartitions(client: pg.Client): Promise<void> {
   await client.query(`SELECT set_config('search_path', $1, true)`, [SEARCH_PATH]);
-  await client.query('SELECT particoes_garantir(1)');
+  await client.query('SELECT ensure_partitions(1)');
 }
 
 // The release's own bookkeeping, which it needs before it can read any file.

@@ -37,19 +37,19 @@ const PURGES = {
     table: 'request_log', key: ['requisicao_id'], batch: 5_000,
     due: sql.fragment`created_at < now() - make_interval(days => ${RETENTION.requestLogDays})`,
   },
-  // The webhook pipeline's archive: its days are dropped whole (shared/db/particoes.ts); these
+  // The webhook pipeline's archive: its days are dropped whole (shared/db/partitions.ts); these
   // delete what its default partitions kept of days past the retention (rows archived after their
   // day's partition was gone, or before it was made).
   outbox_archive: {
-    table: 'outbox_archive_padrao', key: ['conta_id', 'id'], batch: 1_000,
+    table: 'outbox_archive_default', key: ['conta_id', 'id'], batch: 1_000,
     due: sql.fragment`encerrado_em < now() - make_interval(days => ${RETENTION.outboxDays})`,
   },
   deliveries_archive: {
-    table: 'deliveries_archive_padrao', key: ['conta_id', 'id'], batch: 5_000,
+    table: 'deliveries_archive_default', key: ['conta_id', 'id'], batch: 5_000,
     due: sql.fragment`encerrado_em < now() - make_interval(days => ${RETENTION.outboxDays})`,
   },
   delivery_attempts_archive: {
-    table: 'delivery_attempts_archive_padrao', key: ['conta_id', 'delivery_id', 'attempt'], batch: 5_000,
+    table: 'delivery_attempts_archive_default', key: ['conta_id', 'delivery_id', 'attempt'], batch: 5_000,
     due: sql.fragment`encerrado_em < now() - make_interval(days => ${RETENTION.outboxDays})`,
   },
   // Suspensions of keys (what operators read to answer why a key was suspended), from their start.

@@ -7,7 +7,7 @@
 // start once a day: an event whose relay committed behind the scan (ARCHIVE_AFTER_SECONDS) is
 // archived then.
 import { archiveEnded, FROM_THE_START, type ArchiveCursor } from '#shared/db/archive.ts';
-import { ARCHIVE_TABLES, removerParticoesExpiradas } from '#shared/db/particoes.ts';
+import { ARCHIVE_TABLES, dropExpiredPartitions } from '#shared/db/partitions.ts';
 import { purge, RETENTION } from '#shared/db/retention.ts';
 import type { JobDef } from './types.ts';
 
@@ -32,7 +32,7 @@ export const webhookMaintenance: JobDef = {
     const archived = await archiveEnded(pool, cursor);
     cursor = archived.cursor;
     const dropped: string[] = [];
-    for (const tabela of ARCHIVE_TABLES) dropped.push(...(await removerParticoesExpiradas(pool, tabela, RETENTION.outboxDays)));
+    for (const tabela of ARCHIVE_TABLES) dropped.push(...(await dropExpiredPartitions(pool, tabela, RETENTION.outboxDays)));
     const purged = await purge(pool, 'delivery_attempts_archive') + await purge(pool, 'deliveries_archive') + await purge(pool, 'outbox_archive');
     const counters = await purge(pool, 'webhook_hourly_usage');
     if (archived.deliveries + archived.events + dropped.length + purged + counters > 0) {
