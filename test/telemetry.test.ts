@@ -62,7 +62,14 @@ test.after(async () => {
   await db.close();
 });
 
-const criarCotacao = (headers: Record<string, string>) => fetch(`${api}/cotacoes`, {
+/** POST /v1/cotacoes answered 201 so far, for the metrics to count. */
+let posted = 0;
+const criarCotacao = async (headers: Record<string, string>) => {
+  const res = await postCotacao(headers);
+  if (res.status === 201) posted++;
+  return res;
+};
+const postCotacao = (headers: Record<string, string>) => fetch(`${api}/cotacoes`, {
   method: 'POST',
   headers: { authorization: `Bearer ${account.token}`, 'content-type': 'application/json', 'idempotency-key': hex(8), ...headers },
   body: JSON.stringify({ cliente_nome: PLANTED, itens: [{ tipo: 'avulso', nome: PLANTED, quantidade: 1, preco_unitario_centavos: 100 }] }),
@@ -88,9 +95,8 @@ test('a write continues the client\'s trace through admission, its SQL, the rela
   assert.is(request.parentSpanId, clientSpan, 'the server span continues the client\'s span');
   assert.is(request.attributes['http.route'], '/v1/cotacoes');
   assert.is(request.attributes['http.response.status_code'], 201);
-  for (const phase of ['admission', 'validation', 'response']) {
-    assert.ok(spans.some((s) => s.name === phase && s.parentSpanId === request.spanId), `${phase} is a child of the request`);
-  }
+  assert.ok(spans.some((s) => s.name === 'admission' && s.parentSpanId === request.spanId), 'admission is a child of the request');
+  assert.equal(request.events, ['validation', 'handler', 'response'], 'the later phases are events of the request');
   const sql = spans.filter((s) => s.attributes['db.system.name'] === 'postgresql' && s.parentSpanId === request.spanId);
   assert.ok(sql.some((s) => s.name === 'api_write_claim'), `the handler's SQL: ${sql.map((s) => s.name).join(', ')}`);
 
@@ -111,6 +117,21 @@ test('a write continues the client\'s trace through admission, its SQL, the rela
   assert.is(delivery!.headers.traceparent, `00-${traceId}-${attempt!.spanId}-01`, 'the receiver got the attempt as its parent');
 });
 
+test('a client\'s unsampled trace stays unsampled to the receiver: nothing exported of it, its context carried on', async () => {
+  const traceId = hex(16);
+  const res = await criarCotacao({ traceparent: `00-${traceId}-${hex(8)}-00` });
+  const text = await res.text();
+  assert.is(res.status, 201, text);
+  const cotacao = JSON.parse(text) as { id: string };
+  const [delivery] = await receiver.waitFor(1, (r) => r.json?.dados?.id === cotacao.id);
+  assert.match(String(delivery!.headers.traceparent), new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`), 'the same trace, still unsampled');
+  // A later sampled request's spans have gone out: the unsampled one's would have gone with them.
+  const after = hex(16);
+  assert.is((await fetch(`${api}/saude`, { headers: { authorization: `Bearer ${account.token}`, traceparent: `00-${after}-${hex(8)}-01` } })).status, 200);
+  await eventually(async () => inTrace(after), (s) => s.length > 0);
+  assert.equal(inTrace(traceId), [], 'no span of the unsampled trace');
+});
+
 test('a malformed traceparent starts a new trace and is never an error', async () => {
   const before = new Set(otlp.spans().map((s) => s.traceId));
   for (const bad of ['00-zz-yy-01', `ff-${hex(16)}-${hex(8)}-01`, `00-${'0'.repeat(32)}-${hex(8)}-01`, 'x'.repeat(5_000), `00-${hex(16)}-${hex(8)}-01, 00-${hex(16)}-${hex(8)}-01`]) {
@@ -128,8 +149,9 @@ test('metrics arrive by name: requests by route and status, refusals by limit, d
     otlp.points().filter((p) => p.name === name && match(p.attributes)).reduce((m, p) => Math.max(m, p.count ?? p.value), 0);
   await eventually(async () => sum('printfarm.admission.refusals', (a) => a['printfarm.refused_by'] === 'nao_autenticado'), (n) => n >= 1);
   const created = await eventually(async () => sum('http.server.request.duration',
-    (a) => a['http.route'] === '/v1/cotacoes' && a['http.response.status_code'] === 201 && a['http.request.method'] === 'POST'), (n) => n >= 1);
-  assert.is(created, 1, 'one POST /v1/cotacoes answered 201');
+    (a) => a['http.route'] === '/v1/cotacoes' && a['http.response.status_code'] === 201 && a['http.request.method'] === 'POST'), (n) => n >= posted);
+  assert.ok(posted > 0);
+  assert.is(created, posted, 'every POST /v1/cotacoes answered 201, counted once');
   await eventually(async () => sum('printfarm.webhook.deliveries', (a) => a['printfarm.delivery.outcome'] === 'succeeded'), (n) => n >= 1);
   const expected = [
     'printfarm-web db.client.connection.count', 'printfarm-web process.memory.usage', 'printfarm-web printfarm.db.breaker.open',

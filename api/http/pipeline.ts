@@ -15,7 +15,7 @@ import { jsonBytes } from './compression.ts';
 import { conditionalPage, isConditionalList } from './conditional-list.ts';
 import { provaOf, registroOf, resourceOf } from './repetition.ts';
 import { requestState, type RequestState } from './request-state.ts';
-import { endAdmission, inRequestContext, nameRequestSpan, startAdmission, startPhase } from './tracing.ts';
+import { endAdmission, inRequestContext, markPhase, nameRequestSpan, startAdmission } from './tracing.ts';
 import { writeProblem, writeReply } from './respond.ts';
 import type { AnyRoute, Deps, Reply, RouteContext } from '../routes/types.ts';
 import { validateInput, type Parsed } from './validate.ts';
@@ -60,14 +60,9 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   state.slotKey = admission.caller.chaveId;
   state.cost = admission.charge.month;
   state.charge = admission.charge;
-  const validating = startPhase(state, 'validation');
-  let input: Input;
-  try {
-    input = await inputOf(route, req, url, state, early);
-  } finally {
-    validating?.end();
-  }
-  const { parsed, keyed } = input;
+  markPhase(state, 'validation');
+  const { parsed, keyed } = await inputOf(route, req, url, state, early);
+  markPhase(state, 'handler');
   const ctx: RouteContext<unknown, unknown, unknown, unknown> = {
     requestId: state.requestId,
     params: parsed.params,
@@ -86,9 +81,8 @@ async function run(route: AnyRoute, deps: Deps, req: Request, res: Response, sta
   const reply = isConditionalList(route) ? await conditionalPage(deps, req, route, cost, state, answered) : answered;
   if (deps.config.VALIDATE_RESPONSES) checkReply(route, reply);
   if (reply.billing) settle(deps, state, state.charge, reply.billing);
-  const responding = startPhase(state, 'response');
+  markPhase(state, 'response');
   await writeReply(res, reply, state.headers, req.headers['accept-encoding']);
-  responding?.end();
 }
 
 type Input = { parsed: Parsed; keyed: KeyedRequest | null };

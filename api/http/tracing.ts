@@ -54,9 +54,18 @@ export function finishRequestTelemetry(state: RequestState, req: IncomingMessage
   if (state.refusedBy) metrics.refusals.add(1, { 'printfarm.refused_by': state.refusedBy, 'http.response.status_code': status });
 }
 
-/** A phase of the pipeline (admission, validation, response) as a child of the request's span; undefined when not traced. */
-export function startPhase(state: RequestState, name: string): Span | undefined {
-  return state.span ? startSpan(name) : undefined;
+/**
+ * The start of a phase of the pipeline (validation, handler, response), as an event of the request's
+ * span: a phase's time is from its event to the next. Events, not spans: a span each cost a sampled
+ * request about 9 µs of the web's CPU, most of it exporting (BENCHMARKS.md, "Telemetry").
+ */
+export function markPhase(state: RequestState, name: string): void {
+  if (state.span?.isRecording()) state.span.addEvent(name);
+}
+
+/** Admission, a child span of a sampled request's span; undefined otherwise. */
+function admissionSpan(state: RequestState): Span | undefined {
+  return state.span?.isRecording() ? startSpan('admission') : undefined;
 }
 
 type Timed = { span: Span | undefined; at: number };
@@ -64,7 +73,7 @@ type Timed = { span: Span | undefined; at: number };
 /** Admission's phase: its span, and its start for printfarm.admission.duration; undefined when telemetry is off. */
 export function startAdmission(state: RequestState): Timed | undefined {
   if (!state.span && !telemetry.metrics) return undefined;
-  return { span: startPhase(state, 'admission'), at: performance.now() };
+  return { span: admissionSpan(state), at: performance.now() };
 }
 
 export function endAdmission(timed: Timed | undefined): void {

@@ -13,11 +13,11 @@ export function memberSpan(): Span | undefined {
 /** A unit of work a batch serves: its span, when it was traced. */
 export type Member = { span: Span | undefined };
 
-/** A batch's span when tracing is on and a member is traced; undefined otherwise. */
+/** A batch's span when tracing is on and a member's trace is sampled; undefined otherwise. */
 export function startBatchSpan(name: string, members: readonly Member[]): Span | undefined {
   if (!telemetry.tracer) return undefined;
   const links: Link[] = [];
-  for (const { span } of members) if (span) links.push({ context: span.spanContext() });
+  for (const { span } of members) if (span?.isRecording()) links.push({ context: span.spanContext() });
   if (links.length === 0) return undefined;
   // A root of its own: the batch belongs to no one request's trace more than to another's.
   return startSpan(name, { links, parent: trace.deleteSpan(context.active()), attributes: { 'printfarm.batch.size': members.length } });
@@ -32,6 +32,6 @@ export function inBatchSpan<A, R>(span: Span, run: (arg: A) => Promise<R>, arg: 
 export function endBatchSpan(span: Span, members: readonly Member[], error?: unknown): void {
   if (error !== undefined) failed(span, error);
   const link = { context: span.spanContext() };
-  for (const member of members) member.span?.addLink(link);
+  for (const member of members) if (member.span?.isRecording()) member.span.addLink(link);
   span.end();
 }

@@ -2,14 +2,15 @@
 // spans in batches and a meter provider exporting metrics periodically, both over OTLP/HTTP (JSON),
 // with the role's resource, and the async-hooks context manager that lets a span started in a request
 // be the parent of the SQL it runs.
-import { context, metrics as metricsApi, trace } from '@opentelemetry/api';
+import { context, metrics as metricsApi, trace, TraceFlags } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, hostDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import {
-  AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler,
+  AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, SamplingDecision, TraceIdRatioBasedSampler, TracerProvider,
+  type Sampler, type SamplingResult,
 } from '@opentelemetry/sdk-trace';
 import type { SamplerSetting, TelemetrySettings } from './settings.ts';
 import { createMetrics } from './metrics.ts';
@@ -28,7 +29,10 @@ export function startSdk(settings: TelemetrySettings, identity: Identity): () =>
       sampler: samplerOf(settings.sampler),
       // Nothing that is a value of the request: a long attribute is cut, never exported whole.
       spanLimits: { attributeValueLengthLimit: 512, linkCountLimit: 256 },
-      spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), scheduledDelayMillis: settings.spanDelayMs })],
+      spanProcessors: [new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter(), scheduledDelayMillis: settings.spanDelayMs,
+        maxQueueSize: settings.spanQueue, maxExportBatchSize: Math.min(settings.spanBatch, settings.spanQueue),
+      })],
     });
     trace.setGlobalTracerProvider(provider);
     telemetry.tracer = provider.getTracer('printfarm', identity.version);
@@ -69,5 +73,29 @@ function samplerOf(setting: SamplerSetting): Sampler {
   const root = setting.kind === 'always_on' ? new AlwaysOnSampler()
     : setting.kind === 'always_off' ? new AlwaysOffSampler()
     : new TraceIdRatioBasedSampler(setting.ratio);
-  return setting.parentBased ? new ParentBasedSampler({ root }) : root;
+  return new SampledWithItsLinks(setting.parentBased ? new ParentBasedSampler({ root }) : root);
+}
+
+/**
+ * A root span linked to a sampled span is sampled too: a batch's span (admission, a write batch, a
+ * relay pass) serves requests whose traces were sampled, and a ratio of its own would lose the link
+ * from their side.
+ */
+class SampledWithItsLinks implements Sampler {
+  readonly #inner: Sampler;
+  constructor(inner: Sampler) {
+    this.#inner = inner;
+  }
+
+  shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
+    const [parent, , , , , links] = args;
+    if (!trace.getSpanContext(parent) && links.some((l) => (l.context.traceFlags & TraceFlags.SAMPLED) !== 0)) {
+      return { decision: SamplingDecision.RECORD_AND_SAMPLED };
+    }
+    return this.#inner.shouldSample(...args);
+  }
+
+  toString(): string {
+    return `SampledWithItsLinks{${this.#inner.toString()}}`;
+  }
 }

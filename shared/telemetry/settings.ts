@@ -12,6 +12,9 @@ export type TelemetrySettings = {
   metricIntervalMs: number;
   /** How long ended spans wait to go in one export (OTEL_BSP_SCHEDULE_DELAY, ms). */
   spanDelayMs: number;
+  /** Ended spans held for export at most (beyond, new ones are dropped), and per export (OTEL_BSP_MAX_QUEUE_SIZE, _MAX_EXPORT_BATCH_SIZE). */
+  spanQueue: number;
+  spanBatch: number;
 };
 
 const SAMPLERS: Record<string, Omit<SamplerSetting, 'ratio'>> = {
@@ -33,6 +36,8 @@ export function telemetrySettings(env: NodeJS.ProcessEnv): TelemetrySettings {
     sampler: samplerOf(env),
     metricIntervalMs: positiveInt(env, 'OTEL_METRIC_EXPORT_INTERVAL', 60_000),
     spanDelayMs: positiveInt(env, 'OTEL_BSP_SCHEDULE_DELAY', 5_000),
+    spanQueue: positiveInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2_048),
+    spanBatch: positiveInt(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512),
   };
 }
 
@@ -58,6 +63,6 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   const raw = env[name]?.trim();
   if (!raw) return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name}=${raw}: a positive number of milliseconds`);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name}=${raw}: a positive whole number`);
   return value;
 }

@@ -2,7 +2,7 @@
 // pass, a delivery): named by the statement's summary (its prepared name, or its operation and first
 // table or function), after the semantic conventions' db.* attributes. The statement's text and its
 // parameter values are never recorded: a value may be a token's hash, a customer's text.
-// Statements outside any span (polling loops, lease renewals) make none: a trace per poll is noise.
+// Statements outside any sampled span (polling loops, lease renewals, an unsampled request) make none.
 import type { Interceptor, Query } from 'slonik';
 import { failed, SpanKind, startSpan, trace, context, type Span } from './spans.ts';
 
@@ -12,7 +12,8 @@ const summaries = new Map<string, string>();
 export const sqlSpans: Interceptor = {
   name: 'telemetry-sql',
   beforeQueryExecution: (queryContext) => {
-    if (!trace.getSpan(context.active())) return null;
+    // Only in a sampled unit of work: an unsampled one's children would be made to be dropped.
+    if (!trace.getSpan(context.active())?.isRecording()) return null;
     // Its name as written: behind PgBouncer the statement itself goes unnamed (pool.ts).
     const summary = summaryOf(queryContext.originalQuery);
     const span = startSpan(summary, {

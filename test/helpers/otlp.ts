@@ -16,6 +16,8 @@ export type ExportedSpan = {
   kind: number;
   attributes: Record<string, string | number | boolean>;
   links: { traceId: string; spanId: string }[];
+  /** The span's events, by name. */
+  events: string[];
 };
 
 export type MetricPoint = { service: string; name: string; attributes: Record<string, string | number | boolean>; value: number; count?: number };
@@ -73,6 +75,7 @@ function spansOf(body: any): ExportedSpan[] {
     kind: s.kind,
     attributes: attributesOf(s.attributes),
     links: (s.links ?? []).map((l: any) => ({ traceId: l.traceId, spanId: l.spanId })),
+    events: (s.events ?? []).map((e: any) => e.name),
   }))));
 }
 

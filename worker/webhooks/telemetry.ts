@@ -13,15 +13,14 @@ import type { HttpOutcome } from './http.ts';
 /** The attempt's client span; undefined when tracing is off. */
 export function startAttemptSpan(row: TakenDelivery): Span | undefined {
   if (!telemetry.tracer) return undefined;
-  const url = URL.parse(row.url);
+  const receiver = receiverOf(row.url);
   return startSpan('POST', {
     kind: SpanKind.CLIENT,
     parent: contextOf(row.traceparent),
     attributes: {
       'http.request.method': 'POST',
-      'server.address': url?.hostname ?? '',
-      'server.port': Number(url?.port || (url?.protocol === 'https:' ? 443 : 80)),
-      'url.scheme': url?.protocol.replace(':', '') ?? '',
+      'server.address': receiver.host,
+      'server.port': receiver.port,
       'http.request.resend_count': row.attempt - 1,
       'printfarm.conta_id': row.conta_id,
       'printfarm.event_id': row.event_id,
@@ -32,8 +31,24 @@ export function startAttemptSpan(row: TakenDelivery): Span | undefined {
   });
 }
 
+type Receiver = { host: string; port: number };
+const RECEIVERS_KEPT = 1_000;
+const receivers = new Map<string, Receiver>();
+
+/** An endpoint's host and port (never its path or query), parsed once per URL. */
+function receiverOf(url: string): Receiver {
+  let receiver = receivers.get(url);
+  if (!receiver) {
+    const parsed = URL.parse(url);
+    receiver = { host: parsed?.hostname ?? '', port: Number(parsed?.port || (parsed?.protocol === 'https:' ? 443 : 80)) };
+    if (receivers.size >= RECEIVERS_KEPT) receivers.clear();
+    receivers.set(url, receiver);
+  }
+  return receiver;
+}
+
 /** The headers an attempt adds for tracing: its span as the receiver's traceparent. */
-export const traceHeaders = (span: Span | undefined): Record<string, string> => (span ? { traceparent: traceparentOf(span) } : {});
+export const traceHeaders = (span: Span | undefined): Record<string, string> | undefined => (span ? { traceparent: traceparentOf(span) } : undefined);
 
 /** Ends the attempt's span and counts it: by outcome and endpoint, its duration, and commit → receipt when received. */
 export function finishAttempt(span: Span | undefined, row: TakenDelivery, outcome: HttpOutcome, status: string): void {
@@ -48,7 +63,7 @@ export function finishAttempt(span: Span | undefined, row: TakenDelivery, outcom
   }
   const metrics = telemetry.metrics;
   if (!metrics) return;
-  const host = URL.parse(row.url)?.hostname ?? '';
+  const host = receiverOf(row.url).host;
   metrics.deliveries.add(1, { 'printfarm.delivery.outcome': status, 'printfarm.endpoint_id': row.endpoint_id });
   metrics.attemptDuration.record(outcome.durationMs / 1000, {
     'http.request.method': 'POST', 'server.address': host, ...(outcome.status === null ? { 'error.type': 'sem_resposta' } : { 'http.response.status_code': outcome.status }),
