@@ -35,7 +35,7 @@ export function nameRequestSpan(state: RequestState, method: string | undefined)
 /** Ends the request's span and records its duration, with what the response turned out to be. */
 export function finishRequestTelemetry(state: RequestState, req: IncomingMessage, res: ServerResponse, status: number, durationMs: number): void {
   const span = state.span;
-  if (span) {
+  if (span?.isRecording()) {
     span.setAttributes({
       'http.response.status_code': status,
       'printfarm.requisicao_id': state.requestId,
@@ -45,8 +45,8 @@ export function finishRequestTelemetry(state: RequestState, req: IncomingMessage
     });
     if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     if (!res.writableFinished) span.setAttribute('error.type', 'client_closed');
-    span.end();
   }
+  span?.end();
   const metrics = telemetry.metrics;
   if (!metrics) return;
   const attributes = { 'http.request.method': req.method ?? 'GET', 'http.route': state.routePath === null ? (state.route ?? 'desconhecida') : `/v1${state.routePath}`, 'http.response.status_code': status };

@@ -33,13 +33,13 @@ export function traceparentOf(span: Span): string {
   return `00-${traceId}-${spanId}-0${(traceFlags & 1).toString(16)}`;
 }
 
-/** A span started now, child of `parent` (the active context by default); undefined when tracing is off. */
 export type SpanOptions = {
   kind?: SpanKind; links?: Link[]; parent?: Context; attributes?: Record<string, string | number | boolean>;
   /** When it began, if before now (ms since the epoch). */
   startTime?: number;
 };
 
+/** A span started now, child of `parent` (the active context by default); undefined when tracing is off. */
 export function startSpan(name: string, options: SpanOptions = {}): Span | undefined {
   const tracer = telemetry.tracer;
   if (!tracer) return undefined;
@@ -67,16 +67,11 @@ export function failed(span: Span, error: unknown): void {
   span.setAttribute('error.type', error instanceof Error ? error.constructor.name : typeof error);
 }
 
-/** The active span, when tracing is on and there is one. */
-export function activeSpan(): Span | undefined {
-  return telemetry.tracer ? trace.getActiveSpan() : undefined;
-}
-
-export { SpanKind, SpanStatusCode, trace, context, type Span, type Link };
-
 /** The active span's traceparent, for the database to give the events of a change; null when not traced. */
 export function activeTraceparent(): string | null {
   if (!telemetry.tracer) return null;
   const span = trace.getActiveSpan();
   return span ? traceparentOf(span) : null;
 }
+
+export { SpanKind, SpanStatusCode, trace, context, type Span, type Link };
