@@ -55,29 +55,22 @@ export function finishRequestTelemetry(state: RequestState, req: IncomingMessage
 }
 
 /**
- * The start of a phase of the pipeline (validation, handler, response), as an event of the request's
- * span: a phase's time is from its event to the next. Events, not spans: a span each cost a sampled
- * request about 9 µs of the web's CPU, most of it exporting (BENCHMARKS.md, "Telemetry").
+ * The start of a phase of the pipeline (admission, validation, handler, response), as an event of the
+ * request's span: a phase's time is from its event to the next. Events, not spans: a span cost a
+ * sampled request about 15 µs of the web's CPU, most of it exporting (BENCHMARKS.md, "Telemetry"),
+ * and the request's span already holds the link to its admission batch.
  */
 export function markPhase(state: RequestState, name: string): void {
   if (state.span?.isRecording()) state.span.addEvent(name);
 }
 
-/** Admission, a child span of a sampled request's span; undefined otherwise. */
-function admissionSpan(state: RequestState): Span | undefined {
-  return state.span?.isRecording() ? startSpan('admission') : undefined;
-}
-
-type Timed = { span: Span | undefined; at: number };
-
-/** Admission's phase: its span, and its start for printfarm.admission.duration; undefined when telemetry is off. */
-export function startAdmission(state: RequestState): Timed | undefined {
+/** Admission's start, as an event and for printfarm.admission.duration; undefined when telemetry is off. */
+export function startAdmission(state: RequestState): number | undefined {
   if (!state.span && !telemetry.metrics) return undefined;
-  return { span: admissionSpan(state), at: performance.now() };
+  markPhase(state, 'admission');
+  return performance.now();
 }
 
-export function endAdmission(timed: Timed | undefined): void {
-  if (!timed) return;
-  timed.span?.end();
-  telemetry.metrics?.admissionDuration.record((performance.now() - timed.at) / 1000);
+export function endAdmission(startedAt: number | undefined): void {
+  if (startedAt !== undefined) telemetry.metrics?.admissionDuration.record((performance.now() - startedAt) / 1000);
 }

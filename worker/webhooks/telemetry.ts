@@ -6,7 +6,8 @@
 // body or the signature.
 import type { TakenDelivery } from '#shared/db/deliveries.ts';
 import type { TracedEvent } from '#shared/db/outbox.ts';
-import { contextOf, SpanKind, SpanStatusCode, spanContextOf, startSpan, traceparentOf, type Link, type Span } from '#shared/telemetry/spans.ts';
+import { ROOT_CONTEXT } from '@opentelemetry/api';
+import { contextOf, SpanKind, SpanStatusCode, spanContextOf, startSpan, trace, traceparentOf, type Link, type Span } from '#shared/telemetry/spans.ts';
 import { telemetry } from '#shared/telemetry/state.ts';
 import type { HttpOutcome } from './http.ts';
 
@@ -77,17 +78,17 @@ export function finishAttempt(span: Span | undefined, row: TakenDelivery, outcom
  */
 export function traceRelayPass(events: readonly TracedEvent[], startTime: number): void {
   if (!telemetry.tracer || events.length === 0) return;
-  const links: Link[] = [];
-  for (const event of events) {
+  const traced = events.flatMap((event) => {
     const parent = spanContextOf(event.traceparent);
-    if (parent) links.push({ context: parent, attributes: { 'printfarm.event_id': event.id } });
-  }
+    return parent ? [{ event, parent }] : [];
+  });
+  const links: Link[] = traced.map(({ event, parent }) => ({ context: parent, attributes: { 'printfarm.event_id': event.id } }));
   const pass = startSpan('webhook relay pass', { links, startTime, attributes: { 'printfarm.relay.events': events.length } });
   if (!pass) return;
-  const toPass: Link = { context: pass.spanContext() };
-  for (const event of events) {
+  const toPass: Link[] = [{ context: pass.spanContext() }];
+  for (const { event, parent } of traced) {
     startSpan(`relay ${event.tipo}`, {
-      kind: SpanKind.CONSUMER, parent: contextOf(event.traceparent), links: [toPass], startTime,
+      kind: SpanKind.CONSUMER, parent: trace.setSpanContext(ROOT_CONTEXT, parent), links: toPass, startTime,
       attributes: { 'printfarm.event_id': event.id, 'printfarm.event.tipo': event.tipo },
     })?.end();
   }
