@@ -8,6 +8,7 @@ import { release } from '#shared/db/release.ts';
 import { createDatabasePool } from '#shared/db/pool.ts';
 import { stopOnSignals } from '#shared/lifecycle.ts';
 import { createLogger } from '#shared/log.ts';
+import { startTelemetryOrExit } from '#shared/telemetry/start.ts';
 import { startWeb } from '../api/main.ts';
 import { startWorker } from '../worker/main.ts';
 import { issueDemoKey, loadDemo } from './demo.ts';
@@ -35,6 +36,9 @@ const loaded = await loadDemo(pool);
 const token = await issueDemoKey(pool);
 await pool.end();
 
+// Both roles in this one process, one service for telemetry (printfarm-local) when OTEL_ asks for it;
+// started before their pools, whose statements are traced only if tracing is on when they are made.
+const exporting = await startTelemetryOrExit('local', log);
 const worker = await startWorker(config, databaseUrl, log.child({ role: 'worker' }));
 const web = await startWeb(config, databaseUrl, log.child({ role: 'web' }));
 
@@ -54,5 +58,6 @@ process.stdout.write(
 stopOnSignals(log, config.SHUTDOWN_GRACE_MS, async () => {
   await web.stop();
   await worker.stop();
+  await exporting.stop();
   await embedded?.stop();
 }, { whenOrphaned: true });

@@ -7,10 +7,12 @@ import type { Logger } from '../log.ts';
 import { telemetrySettings } from './settings.ts';
 
 export type RunningTelemetry = { on: boolean; stop(): Promise<void> };
+/** The Procfile's roles, and npm start's one process running both (service.name printfarm-<role>). */
+export type TelemetryRole = 'web' | 'worker' | 'local';
 
 const off: RunningTelemetry = { on: false, stop: async () => undefined };
 
-export async function startTelemetry(role: 'web' | 'worker', log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningTelemetry> {
+export async function startTelemetry(role: TelemetryRole, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningTelemetry> {
   const settings = telemetrySettings(env);
   if (!settings.traces && !settings.metrics) return off;
   const { startSdk } = await import('./sdk.ts');
@@ -25,7 +27,7 @@ function packageVersion(): string {
 }
 
 /** For entry points: telemetry started, or why its settings are wrong and exit 78 (EX_CONFIG), like the configuration. */
-export async function startTelemetryOrExit(role: 'web' | 'worker', log: Logger): Promise<RunningTelemetry> {
+export async function startTelemetryOrExit(role: TelemetryRole, log: Logger): Promise<RunningTelemetry> {
   try {
     return await startTelemetry(role, log);
   } catch (error) {
