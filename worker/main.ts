@@ -50,7 +50,12 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
     await pool.end();
     throw error;
   });
-  if (telemetry.metrics) observeWorker(telemetry.metrics, pool, log);
+  // The gauges read the pool: they stop before it ends.
+  const unobserve = telemetry.metrics ? observeWorker(telemetry.metrics, pool, log) : undefined;
+  const endPool = async () => {
+    unobserve?.();
+    await pool.end();
+  };
   // The week's partitions now, not at the job's next turn (a worker started days after the last release).
   await ensurePartitions(pool);
   // The deliveries and e-mails first: they need no pg-boss, which is loaded and started once what was
@@ -68,7 +73,7 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
     running = await startJobs(databaseUrl, { pool, config, log });
   } catch (error) {
     await stopLoops();
-    await pool.end();
+    await endPool();
     throw error;
   }
   const { boss } = running;
@@ -78,7 +83,7 @@ export async function startWorker(config: Config, databaseUrl: string, log: Logg
     async stop() {
       await stopLoops();
       await boss.stop({ graceful: true, timeout: Math.max(1_000, config.SHUTDOWN_GRACE_MS - 2_000) });
-      await pool.end();
+      await endPool();
     },
   };
 }

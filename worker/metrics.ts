@@ -2,6 +2,7 @@
 // view queue_depth (the outbox, the deliveries, the pg-boss queues: items and the oldest's age), the
 // endpoints failing or disabled, its pool and its process. Read at each export (every
 // OTEL_METRIC_EXPORT_INTERVAL), one statement each; nothing when metrics are off.
+import type { BatchObservableResult } from '@opentelemetry/api';
 import { z } from 'zod';
 import { sql, type Pool } from '#shared/db/pool.ts';
 import type { Logger } from '#shared/log.ts';
@@ -10,14 +11,15 @@ import { observePool, observeProcess, type Metrics } from '#shared/telemetry/met
 const Depth = z.object({ queue: z.string(), state: z.string(), items: z.number(), oldest_seconds: z.number().nullable() });
 const Endpoints = z.object({ failing: z.number(), disabled: z.number() });
 
-export function observeWorker(metrics: Metrics, pool: Pool, log: Logger): void {
+/** Starts the worker's gauges; the function that stops reading them (before the pool ends). */
+export function observeWorker(metrics: Metrics, pool: Pool, log: Logger): () => void {
   observePool(metrics, pool, 'worker');
   observeProcess(metrics);
   const { meter } = metrics;
   const depth = meter.createObservableGauge('printfarm.queue.depth', { description: 'Itens à espera, por fila e estado (outbox, entregas, filas do pg-boss).' });
   const age = meter.createObservableGauge('printfarm.queue.oldest_age', { unit: 's', description: 'Idade do item mais antigo à espera, por fila e estado.' });
   const endpoints = meter.createObservableGauge('printfarm.webhook.endpoints', { description: 'Endpoints de webhook falhando (ativos) ou desativados.' });
-  meter.addBatchObservableCallback(async (result) => {
+  const read = async (result: BatchObservableResult) => {
     try {
       const [rows, counts] = await Promise.all([
         pool.any(sql.type(Depth)`
@@ -41,5 +43,8 @@ export function observeWorker(metrics: Metrics, pool: Pool, log: Logger): void {
     } catch (error) {
       log.warn({ err: error }, 'reading the queues for metrics failed');
     }
-  }, [depth, age, endpoints]);
+  };
+  const observed = [depth, age, endpoints];
+  meter.addBatchObservableCallback(read, observed);
+  return () => meter.removeBatchObservableCallback(read, observed);
 }

@@ -2,7 +2,7 @@
 // spans in batches and a meter provider exporting metrics periodically, both over OTLP/HTTP (JSON),
 // with the role's resource, and the async-hooks context manager that lets a span started in a request
 // be the parent of the SQL it runs.
-import { context, metrics as metricsApi, trace, TraceFlags } from '@opentelemetry/api';
+import { context, diag, DiagLogLevel, metrics as metricsApi, trace, TraceFlags } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -12,6 +12,7 @@ import {
   AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, SamplingDecision, TraceIdRatioBasedSampler, TracerProvider,
   type Sampler, type SamplingResult,
 } from '@opentelemetry/sdk-trace';
+import type { Logger } from '../log.ts';
 import type { SamplerSetting, TelemetrySettings } from './settings.ts';
 import { createMetrics } from './metrics.ts';
 import { telemetry } from './state.ts';
@@ -19,7 +20,13 @@ import { telemetry } from './state.ts';
 export type Identity = { role: string; version: string };
 
 /** Starts the providers the settings ask for and turns telemetry on; the function that stops them. */
-export function startSdk(settings: TelemetrySettings, identity: Identity): () => Promise<void> {
+export function startSdk(settings: TelemetrySettings, identity: Identity, log: Logger): () => Promise<void> {
+  // The SDK's own failures (a collector that refuses or cannot be reached) in the role's log, not lost.
+  diag.setLogger({
+    error: (message, ...args) => log.warn({ otel: args.map(String) }, `telemetry: ${message}`),
+    warn: (message, ...args) => log.warn({ otel: args.map(String) }, `telemetry: ${message}`),
+    info: () => undefined, debug: () => undefined, verbose: () => undefined,
+  }, DiagLogLevel.WARN);
   const resource = roleResource(identity);
   const stops: (() => Promise<void>)[] = [];
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -50,6 +57,7 @@ export function startSdk(settings: TelemetrySettings, identity: Identity): () =>
     delete telemetry.metrics;
     // Each provider flushes what it holds before it stops.
     await Promise.allSettled(stops.map((stop) => stop()));
+    diag.disable();
   };
 }
 

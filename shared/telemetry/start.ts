@@ -16,7 +16,7 @@ export async function startTelemetry(role: TelemetryRole, log: Logger, env: Node
   const settings = telemetrySettings(env);
   if (!settings.traces && !settings.metrics) return off;
   const { startSdk } = await import('./sdk.ts');
-  const stop = startSdk(settings, { role, version: packageVersion() });
+  const stop = startSdk(settings, { role, version: packageVersion() }, log);
   log.info({ traces: settings.traces, metrics: settings.metrics, sampler: settings.sampler }, 'telemetry exported over OTLP');
   return { on: true, stop };
 }
