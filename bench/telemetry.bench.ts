@@ -5,13 +5,17 @@
 // (1) The reads bench's GET of one production order (bench/reads-rig.ts): three web processes at
 //     once, off, on (every trace sampled: parentbased_always_on, the default) and on with 10 % of
 //     traces sampled (traceidratio 0.1), loaded one after the other in each of ROUNDS rounds.
-// (2) The webhooks bench's drains and steady run (bench/webhooks-rig.ts): in each round a worker off
-//     and one on deliver a backlog of 2,000 events to one endpoint, then one of 20,000 over 20
-//     endpoints, then 200 events/s for STEADY_SECONDS (commit → receipt). With telemetry on each event
-//     comes from a traced change (its own sampled trace in outbox.traceparent, as a traced request's
-//     write leaves it); off, from an untraced one, as the web with telemetry off leaves it.
+// (2) The webhooks bench's drains and steady run (bench/webhooks-rig.ts): in each round a worker off,
+//     one on and one on10 deliver a backlog of 2,000 events to one endpoint, then one of 20,000 over
+//     20 endpoints, then 200 events/s for STEADY_SECONDS (commit → receipt). On, each event comes from
+//     a traced change (its own sampled trace in outbox.traceparent, as a traced request's write
+//     leaves it); on10, from a traced change sampled as a web process sampling 10 % decides (about
+//     1 in 10 with flags 01, the rest 00), the worker started as on10's web process; off, from an
+//     untraced one, as the web with telemetry off leaves it.
 // Figures are reported, never asserted.
 import type { ChildProcess } from 'node:child_process';
+import { ROOT_CONTEXT } from '@opentelemetry/api';
+import { SamplingDecision, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace';
 import { z } from 'zod';
 import { archiveEnded, FROM_THE_START } from '#shared/db/archive.ts';
 import { createDatabasePool, sql, type Pool } from '#shared/db/pool.ts';
@@ -23,7 +27,8 @@ import { ACCOUNTS, ORDERS_PER_ACCOUNT, rotate, seedReads, type Target } from './
 import { fmt, median, spread } from './spread.ts';
 import {
   allRecorded, arrivedAt, closeReceiver, counts, cpuBetween, emitBacklog, emitOne, latencies, log, mark, memoryOf, perSecond, postgresByRole, receiverPort,
-  spawnWorker, steady, stopWorker, until, usOf, verifyWith, watch, watchPostgres, watchProcess, workerListening, type CpuUse,
+  spawnWorker, steady, stopAllWorkers, stopChild, stopWorker, until, usOf, verifyWith, watch, watchPostgres, watchProcess, workerListening, type CpuUse,
+  type Tracing,
 } from './webhooks-rig.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -57,11 +62,14 @@ const exportedPer = (a: SinkStats, b: SinkStats, units: number): Exported => ({
 
 type Variant = { key: 'off' | 'on' | 'on10'; name: string; env: Record<string, string> };
 const ON = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url };
+const ON10_RATIO = 0.1;
 const VARIANTS: Variant[] = [
   { key: 'off', name: 'telemetry off (no OTEL_ variable)', env: {} },
   { key: 'on', name: 'on, every trace sampled (default parentbased_always_on)', env: ON },
-  { key: 'on10', name: 'on, 10 % of traces sampled (traceidratio 0.1)', env: { ...ON, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' } },
+  { key: 'on10', name: 'on, 10 % of traces sampled (traceidratio 0.1)', env: { ...ON, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ON10_RATIO) } },
 ];
+/** How the changes a variant's worker delivers were traced: as its web process would leave them. */
+const tracingOf = (v: Variant): Tracing => (v.key === 'off' ? false : v.key === 'on10' ? ON10_RATIO : true);
 
 // ---------------------------------------------------------------------------------------- (1) reads
 type ReadRun = { r: LoadResult; exported: Exported };
@@ -113,7 +121,7 @@ async function reads(): Promise<{ rows: ReadRow[]; webFlags: string[] }> {
     }
     return { rows, webFlags };
   } finally {
-    for (const server of servers.values()) await server.stop();
+    for (const server of servers.values()) await stopChild(server.child);
   }
 }
 
@@ -144,7 +152,7 @@ async function drain(on: Pool, url: string, group: string, to: readonly string[]
   await until(() => workerListening(on));
   await sleep(2_000);
   const s = watch(group, n);
-  await emitBacklog(on, to, n, v.key !== 'off');
+  await emitBacklog(on, to, n, tracingOf(v));
   await until(() => s.count >= n, 180_000);
   const pg = s.cpuFirst && s.cpuLast ? await postgresByRole(on, s.cpuFirst, s.cpuLast, n) : {};
   const memory = await memoryOf(worker.pid);
@@ -156,7 +164,7 @@ async function drain(on: Pool, url: string, group: string, to: readonly string[]
 type Steady = { p50: number; p99: number; cpu: CpuUse; events: number };
 async function steadyRun(on: Pool, to: readonly string[], v: Variant): Promise<Steady> {
   const from = mark();
-  const committed = await steady(RATE, STEADY_SECONDS, emitOne(on, to, v.key !== 'off'));
+  const committed = await steady(RATE, STEADY_SECONDS, emitOne(on, to, tracingOf(v)));
   await until(() => [...committed.keys()].every((id) => arrivedAt.has(id)), 60_000);
   await allRecorded(on);
   const hook = latencies(committed);
@@ -183,7 +191,8 @@ async function webhooks(): Promise<HookRow[]> {
       throw rollback;
     }).catch((error: unknown) => { if (error !== rollback) throw error; });
     if (distinct !== 5) throw new Error(`traced backlog: ${distinct} distinct traceparents of 5`);
-    const rows: HookRow[] = VARIANTS.filter((v) => v.key !== 'on10').map((v) => ({ ...v, runs: [] }));
+    await checkSampledShare(on, one);
+    const rows: HookRow[] = VARIANTS.map((v) => ({ ...v, runs: [] }));
     for (let round = 0; round < ROUNDS; round++) {
       for (const row of rows) {
         const before = await sinkStats();
@@ -203,7 +212,34 @@ async function webhooks(): Promise<HookRow[]> {
     }
     return rows;
   } finally {
+    await stopAllWorkers();
     await on.end();
+  }
+}
+
+/**
+ * on10's changes (checked on 5,000, then rolled back): about 10 % sampled, each with the flag the
+ * SDK's own TraceIdRatioBased sampler (what a web process with traceidratio 0.1 runs) gives its trace id.
+ */
+async function checkSampledShare(on: Pool, endpoint: string): Promise<void> {
+  const n = 5_000;
+  let tps: readonly string[] = [];
+  const rollback = new Error('rollback');
+  await on.transaction(async (tx) => {
+    await emitBacklog(tx as unknown as Pool, [endpoint], n, ON10_RATIO);
+    tps = await tx.anyFirst(sql.type(z.object({ tp: z.string() }))`SELECT traceparent AS tp FROM outbox WHERE traceparent IS NOT NULL`);
+    throw rollback;
+  }).catch((error: unknown) => { if (error !== rollback) throw error; });
+  const sampler = new TraceIdRatioBasedSampler(ON10_RATIO);
+  const sampled = tps.filter((tp) => tp.endsWith('-01')).length;
+  const disagree = tps.filter((tp) => {
+    const [, traceId = ''] = tp.split('-');
+    const bySampler = sampler.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
+    return bySampler !== tp.endsWith('-01');
+  }).length;
+  log(`on10's changes: ${sampled} of ${tps.length} sampled, ${disagree} flags not as TraceIdRatioBased(${ON10_RATIO}) decides`);
+  if (tps.length !== n || disagree > 0 || Math.abs(sampled / n - ON10_RATIO) > 0.02) {
+    throw new Error(`on10's changes: ${tps.length} of ${n} traced, ${sampled} sampled, ${disagree} flags unlike the sampler's`);
   }
 }
 
@@ -230,15 +266,18 @@ function report(readRows: ReadRow[], webFlags: string[], hookRows: HookRow[]): s
     + `${spread(row.runs.map((x) => x.r.peakRssMb ?? 0))} | ${row.runs.reduce((s, x) => s + x.r.errors + x.r.non2xx, 0)} | ${Math.max(...row.runs.map((x) => Math.round(x.r.othersCpu * 100)))} |`);
   const hOff = hookRows.find((r) => r.key === 'off') as HookRow;
   const hOn = hookRows.find((r) => r.key === 'on') as HookRow;
+  const hOn10 = hookRows.find((r) => r.key === 'on10') as HookRow;
   const h = (row: HookRow, pick: (x: HookRun) => number, digits = 0) => spread(row.runs.map(pick), digits);
   const hookLine = (name: string, pick: (x: HookRun) => number, digits = 0, compare = false) =>
-    `| ${name} | ${h(hOff, pick, digits)} | ${h(hOn, pick, digits)} | ${compare ? change(hOn.runs.map(pick), hOff.runs.map(pick)).text : ''} |`;
+    `| ${name} | ${h(hOff, pick, digits)} | ${[hOn, hOn10].map((row) => `${h(row, pick, digits)} | ${compare ? change(row.runs.map(pick), hOff.runs.map(pick)).text : ''}`).join(' | ')} |`;
   const on = readRows.find((r) => r.key === 'on') as ReadRow;
   const on10 = readRows.find((r) => r.key === 'on10') as ReadRow;
   const rOn = change(rps(on), rps(off));
   const rOn10 = change(rps(on10), rps(off));
   const dOne = change(hOn.runs.map((x) => x.one.rate), hOff.runs.map((x) => x.one.rate));
   const dMany = change(hOn.runs.map((x) => x.many.rate), hOff.runs.map((x) => x.many.rate));
+  const dOne10 = change(hOn10.runs.map((x) => x.one.rate), hOff.runs.map((x) => x.one.rate));
+  const dMany10 = change(hOn10.runs.map((x) => x.many.rate), hOff.runs.map((x) => x.many.rate));
   return `## Telemetry (OpenTelemetry over OTLP, issue 36)
 
 The same work with telemetry off (no \`OTEL_\` variable: the SDK is not loaded) and on
@@ -260,15 +299,18 @@ and in brackets the same for 200 requests sent one at a time (nothing dropped).
 ${readTable.join('\n')}
 
 **Webhooks**: as in "Webhooks" (one worker process, \`node worker/main.ts\`, default settings), in each round a worker
-off and one on (\`OTEL_EXPORTER_OTLP_ENDPOINT\` passed to it: \`spawnWorker(url, env)\`, or BENCH_WORKER_ENV in the
-webhooks bench) each drain ${fmt(ONE_BACKLOG)} events to one endpoint, then (a new worker) ${fmt(BACKLOG)} over ${W_ACCOUNTS}
-endpoints, then, same worker, ${RATE} events/s for ${STEADY_SECONDS} s; the tables archived and vacuumed before each drain.
-On, each event comes from a traced change, a sampled trace of its own in \`outbox.traceparent\` (as a traced request's
-write leaves it: the relay's spans and each attempt's join it); off, from an untraced one. The receiver (in the bench
-process) verifies every signature: ${counts.badSignatures} bad of ${fmt(counts.received)}.
+off, one on (\`OTEL_EXPORTER_OTLP_ENDPOINT\` passed to it: \`spawnWorker(url, env)\`, or BENCH_WORKER_ENV in the
+webhooks bench) and one on sampling 10 % (the same, with \`OTEL_TRACES_SAMPLER=traceidratio\`,
+\`OTEL_TRACES_SAMPLER_ARG=${ON10_RATIO}\`, as the web process above) each drain ${fmt(ONE_BACKLOG)} events to one endpoint, then (a new
+worker) ${fmt(BACKLOG)} over ${W_ACCOUNTS} endpoints, then, same worker, ${RATE} events/s for ${STEADY_SECONDS} s; the tables archived and
+vacuumed before each drain. On, each event comes from a traced change, a sampled trace of its own in
+\`outbox.traceparent\` (as a traced request's write leaves it: the relay's spans and each attempt's join it); on 10 %,
+from a traced change sampled as a web process sampling 10 % decides, by its trace id (TraceIdRatioBased: about 1 in 10
+flagged sampled, \`-01\`, the rest \`-00\`; checked against the SDK's sampler on 5,000 changes); off, from an untraced
+one. The receiver (in the bench process) verifies every signature: ${counts.badSignatures} bad of ${fmt(counts.received)}.
 
-| measure (median, min–max of ${ROUNDS}) | off | on | change vs off, same round |
-| --- | ---: | ---: | --- |
+| measure (median, min–max of ${ROUNDS}) | off | on | change vs off, same round | on, 10 % sampled | change vs off, same round |
+| --- | ---: | ---: | --- | ---: | --- |
 ${[
     hookLine(`deliveries/s, ${fmt(BACKLOG)} events over ${W_ACCOUNTS} endpoints`, (x) => x.many.rate, 0, true),
     hookLine(`deliveries/s, ${fmt(ONE_BACKLOG)} events to one endpoint`, (x) => x.one.rate, 0, true),
@@ -290,8 +332,17 @@ Goal (issue 36): telemetry on costs at most 10 % of requests/s and of deliveries
 
 - Reads, every trace sampled: ${rOn.text} requests/s against off: ${verdict(rOn.worst)}.
 - Reads, 10 % sampled: ${rOn10.text}: ${verdict(rOn10.worst)}.
-- Webhooks, ${W_ACCOUNTS} endpoints' drain: ${dMany.text} deliveries/s: ${verdict(dMany.worst)}; one endpoint's drain: ${dOne.text}: ${verdict(dOne.worst)}.
+- Webhooks, every trace sampled, ${W_ACCOUNTS} endpoints' drain: ${dMany.text} deliveries/s: ${verdict(dMany.worst)}; one endpoint's drain: ${dOne.text}: ${verdict(dOne.worst)}.
+- Webhooks, 10 % sampled, ${W_ACCOUNTS} endpoints' drain: ${dMany10.text}: ${verdict(dMany10.worst)}; one endpoint's drain: ${dOne10.text}: ${verdict(dOne10.worst)}.
 `;
+}
+
+/** One step of the cleanup: logged if it fails or takes over `ms`, so the next ones still run. */
+async function cleanup(what: string, step: () => Promise<unknown> | unknown, ms = 30_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(() => (log(`cleanup: ${what} still going after ${ms / 1000} s, left`), resolve()), ms)));
+  await Promise.race([Promise.resolve().then(step).catch((error: unknown) => log(`cleanup: ${what}: ${String(error)}`)), late]);
+  clearTimeout(timer);
 }
 
 try {
@@ -299,8 +350,14 @@ try {
   const hookRows = await webhooks();
   await writeSection('telemetry', report(readRows, webFlags, hookRows));
 } finally {
-  closeReceiver();
-  await sink.stop();
-  await pool.end();
-  await db.stop();
+  await cleanup('workers', stopAllWorkers);
+  await cleanup('receiver', closeReceiver);
+  await cleanup('OTLP sink', () => stopChild(sink.child));
+  await cleanup('pool', () => pool.end());
+  await cleanup('PostgreSQL', () => db.stop(), 60_000);
+  // Every process it started has ended: nothing may keep this one (and the lock its caller holds) alive.
+  setTimeout(() => {
+    log('still running 5 s after its cleanup: exiting');
+    process.exit(process.exitCode ?? 0);
+  }, 5_000).unref();
 }

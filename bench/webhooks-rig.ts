@@ -132,7 +132,7 @@ const receiver = http.createServer((req, res) => {
 });
 export const receiverPort = await freePort();
 await new Promise<void>((resolve) => receiver.listen(receiverPort, '127.0.0.1', resolve));
-export const closeReceiver = () => receiver.close();
+export const closeReceiver = () => (receiver.close(), receiver.closeAllConnections());
 
 /**
  * BENCH_WORKER_ENV: extra variables for every worker, as KEY=VALUE separated by spaces (e.g.
@@ -154,13 +154,33 @@ export function spawnWorker(databaseUrl: string, env: Record<string, string> = {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   if (child.pid) processes.set(child.pid, 'worker');
+  workers.add(child);
   return child;
 }
 export async function stopWorker(child: ChildProcess): Promise<void> {
+  await stopChild(child);
+  if (child.pid) processes.delete(child.pid);
+  workers.delete(child);
+}
+/** Workers started and not yet stopped: stopAllWorkers() ends them when a bench fails halfway. */
+const workers = new Set<ChildProcess>();
+export const stopAllWorkers = () => Promise.all([...workers].map((child) => stopWorker(child)));
+/**
+ * Stops a child process: SIGTERM, then SIGKILL if it has not exited within `graceMs`. Returns at
+ * once when it has already exited (waiting for an 'exit' that has already fired would never end).
+ */
+export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
-  await exited;
-  if (child.pid) processes.delete(child.pid);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), graceMs)));
+  if ((await Promise.race([exited, late])) === 'late') {
+    log(`pid ${child.pid} still running ${graceMs / 1000} s after SIGTERM: SIGKILL`);
+    child.kill('SIGKILL');
+    await exited;
+  }
+  clearTimeout(timer);
 }
 /** The process's peak resident set (VmHWM) and current one, in MB. */
 export async function memoryOf(pid: number | undefined): Promise<{ peak: number; now: number }> {
@@ -196,23 +216,38 @@ export async function steady(rate: number, seconds: number, send: (i: number) =>
   await Promise.all(pending);
   return committed;
 }
-/** One event of one of `contas`, in a transaction of its own (with `traced`, a trace of its own: tracedChange). */
-export const emitOne = (pool: Pool, contas: readonly string[], traced = false) => (i: number) => pool.oneFirst(sql.type(z.object({ id: z.string() }))`
+/**
+ * How an emitted change is traced: false, not at all (as when the web's telemetry is off); true, a
+ * trace of its own, sampled; a number, a trace of its own sampled with that probability (tracedChange).
+ */
+export type Tracing = boolean | number;
+/** One event of one of `contas`, in a transaction of its own (traced as `traced` says: tracedChange). */
+export const emitOne = (pool: Pool, contas: readonly string[], traced: Tracing = false) => (i: number) => pool.oneFirst(sql.type(z.object({ id: z.string() }))`
   SELECT emit_event(${contas[i % contas.length] ?? ''}, 'cotacao.criada',
     jsonb_build_object('objeto', 'cotacao', 'id', gen_random_uuid(), 'codigo', 'COT-000001', 'status', 'rascunho')) AS id
-  ${traced ? sql.fragment`FROM (SELECT ${tracedChange} AS tp OFFSET 0) traced` : sql.fragment``}`);
-/** `n` events committed in one statement, spread over `accounts` in turn (with `traced`, a trace each: tracedChange). */
-export const emitBacklog = (pool: Pool, accounts: readonly string[], n: number, traced = false) => pool.query(sql.unsafe`
+  ${traced === false ? sql.fragment`` : sql.fragment`FROM (SELECT md5(random()::text) AS trace_id OFFSET 0) t, LATERAL (SELECT ${tracedChange(traced)} AS tp OFFSET 0) traced`}`);
+/** `n` events committed in one statement, spread over `accounts` in turn (each traced as `traced` says: tracedChange). */
+export const emitBacklog = (pool: Pool, accounts: readonly string[], n: number, traced: Tracing = false) => pool.query(sql.unsafe`
   SELECT emit_event(c, 'cotacao.criada', jsonb_build_object('objeto', 'cotacao', 'id', gen_random_uuid(), 'codigo', 'COT-' || g, 'status', 'rascunho'))
     FROM generate_series(1, ${n}) g, LATERAL (SELECT (${sql.array([...accounts], 'uuid')}::uuid[])[1 + g % ${accounts.length}] AS c) x
-    ${traced ? sql.fragment`, LATERAL (SELECT ${tracedChange} AS tp, g AS traced_g OFFSET 0) traced` : sql.fragment``}`);
+    ${traced === false ? sql.fragment`` : sql.fragment`, LATERAL (SELECT md5(random()::text) AS trace_id, g AS traced_g OFFSET 0) t,
+      LATERAL (SELECT ${tracedChange(traced)} AS tp OFFSET 0) traced`}`);
 /**
- * A change that declares a trace of its own, sampled, as a traced request's write does
- * (set_config('app.traceparent', …, true): docs/decisions/0049-opentelemetry.md), which emit_event
- * keeps in outbox.traceparent and the worker continues; without it the column is NULL, as when the
- * web's telemetry is off.
+ * A change that declares a trace of its own (its id: the column trace_id beside it), as a traced
+ * request's write does (set_config('app.traceparent', …, true): docs/decisions/0049-opentelemetry.md),
+ * which emit_event keeps in outbox.traceparent and the worker continues; without it the column is
+ * NULL, as when the web's telemetry is off. Sampled (flags 01) always with `true`; with a share, as a
+ * web process sampling that share (traceidratio) decides, by the trace id alone: TraceIdRatioBased
+ * samples a trace when its id's four 32-bit words XORed fall below ⌊share × (2³² − 1)⌋ (flags 00
+ * otherwise), so a worker sampling by trace id decides each event as its web did, and one following
+ * its parent (parentbased_…) follows the flag.
  */
-const tracedChange = sql.fragment`set_config('app.traceparent', '00-' || md5(random()::text) || '-' || left(md5(random()::text), 16) || '-01', true)`;
+function tracedChange(traced: true | number) {
+  const word = (at: number) => sql.fragment`('x' || substr(trace_id, ${at}, 8))::bit(32)::bigint`;
+  const flags = traced === true || traced >= 1 ? sql.fragment`'01'`
+    : sql.fragment`CASE WHEN (${word(1)} # ${word(9)} # ${word(17)} # ${word(25)}) < ${Math.floor(Math.max(0, traced) * 4294967295)} THEN '01' ELSE '00' END`;
+  return sql.fragment`set_config('app.traceparent', '00-' || trace_id || '-' || left(md5(random()::text), 16) || '-' || ${flags}, true)`;
+}
 
 export function latencies(committed: Map<string, number>) {
   const values = [...committed].flatMap(([id, t]) => {
