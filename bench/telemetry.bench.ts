@@ -19,15 +19,14 @@ import { SamplingDecision, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-t
 import { z } from 'zod';
 import { archiveEnded, FROM_THE_START } from '#shared/db/archive.ts';
 import { createDatabasePool, sql, type Pool } from '#shared/db/pool.ts';
-import { criarEndpoint } from '#shared/db/webhooks.ts';
-import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
+import { createPlan } from '../test/helpers/fixtures.ts';
 import { benchDatabase, load, procfileNodeArgs, spawnServer, writeSection, type LoadResult } from './lib.ts';
 import type { SinkStats } from './otlp-sink.ts';
 import { ACCOUNTS, ORDERS_PER_ACCOUNT, rotate, seedReads, type Target } from './reads-rig.ts';
 import { fmt, median, spread } from './spread.ts';
 import {
-  allRecorded, arrivedAt, closeReceiver, counts, cpuBetween, emitBacklog, emitOne, latencies, log, mark, memoryOf, perSecond, postgresByRole, receiverPort,
-  spawnWorker, steady, stopAllWorkers, stopChild, stopWorker, until, usOf, verifyWith, watch, watchPostgres, watchProcess, workerListening, type CpuUse,
+  accountsWithEndpoints, allRecorded, arrivedAt, closeReceiver, counts, cpuBetween, emitBacklog, emitOne, latencies, log, mark, memoryOf, perSecond, postgresByRole,
+  spawnWorker, steady, stopAllWorkers, stopChild, stopWorker, until, usOf, watch, watchPostgres, watchProcess, workerListening, type CpuUse,
   type Tracing,
 } from './webhooks-rig.ts';
 
@@ -130,18 +129,7 @@ const PLAN = {
   chaves_ativas: 10, leituras_por_minuto: 1000, escritas_por_minuto: 1000, chamadas_por_mes: 1_000_000, rajada: 100,
   rajada_recarga_por_segundo: 100, simultaneas_por_chave: 10, simultaneas_por_conta: 10, entregas_webhook_por_hora: 100_000_000,
 };
-/** `n` accounts with one endpoint each, at /<prefix><i> of the receiver. */
-async function endpoints(on: Pool, prefix: string, n: number): Promise<string[]> {
-  const contas: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const account = await createAccount(on, { plano: 'bench_webhooks', escopos: [] });
-    const path = `/${prefix}${n > 1 ? i : ''}`;
-    const endpoint = await criarEndpoint(on, { contaId: account.contaId, usuarioId: account.usuarioId, url: `http://127.0.0.1:${receiverPort}${path}`, tipos: [], descricao: null });
-    verifyWith(path, endpoint.segredo);
-    contas.push(account.contaId);
-  }
-  return contas;
-}
+const endpoints = (on: Pool, prefix: string, n: number) => accountsWithEndpoints(on, 'bench_webhooks', prefix, n);
 
 type Drained = { rate: number; cpu: CpuUse | null; pg: Record<string, number>; peakRssMb: number; worker: ChildProcess | null };
 /** A backlog of `n` events to `to`, committed at once while a worker runs, as bench/webhooks.bench.ts drains it. */

@@ -12,6 +12,8 @@ import { z } from 'zod';
 import { projectRoot } from '#shared/config.ts';
 import { freePort } from '#shared/db/embedded.ts';
 import { sql, type Pool } from '#shared/db/pool.ts';
+import { criarEndpoint } from '#shared/db/webhooks.ts';
+import { createAccount } from '../test/helpers/fixtures.ts';
 import { cpuPerRequest, cpuPerRequestByRole, othersShare, postmasterOf, sampleCpu, sampleMachine } from './cpu.ts';
 import { percentile } from './lib.ts';
 import type { RawEvent, RawSenderInput, RawSenderOutput } from './webhooks-raw-sender.ts';
@@ -133,6 +135,19 @@ const receiver = http.createServer((req, res) => {
 export const receiverPort = await freePort();
 await new Promise<void>((resolve) => receiver.listen(receiverPort, '127.0.0.1', resolve));
 export const closeReceiver = () => (receiver.close(), receiver.closeAllConnections());
+
+/** `n` accounts of `plano` with one endpoint each, at /<prefix><i> of the receiver (verified with its secret). */
+export async function accountsWithEndpoints(on: Pool, plano: string, prefix: string, n: number): Promise<string[]> {
+  const contas: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const account = await createAccount(on, { plano, escopos: [] });
+    const path = `/${prefix}${n > 1 ? i : ''}`;
+    const endpoint = await criarEndpoint(on, { contaId: account.contaId, usuarioId: account.usuarioId, url: `http://127.0.0.1:${receiverPort}${path}`, tipos: [], descricao: null });
+    verifyWith(path, endpoint.segredo);
+    contas.push(account.contaId);
+  }
+  return contas;
+}
 
 /**
  * BENCH_WORKER_ENV: extra variables for every worker, as KEY=VALUE separated by spaces (e.g.

@@ -20,13 +20,12 @@ import { loadConfig } from '#shared/config.ts';
 import { BOSS_SCHEMA } from '#shared/boss.ts';
 import { archiveEnded, FROM_THE_START } from '#shared/db/archive.ts';
 import { createDatabasePool, sql, type Pool } from '#shared/db/pool.ts';
-import { criarEndpoint } from '#shared/db/webhooks.ts';
-import { createAccount, createPlan } from '../test/helpers/fixtures.ts';
+import { createPlan } from '../test/helpers/fixtures.ts';
 import { RELAY_SPACING_MS } from '../worker/webhooks/relay.ts';
 import { benchDatabase, writeSection } from './lib.ts';
 import {
-  allRecorded, arrivedAt, closeReceiver, counts, cpuBetween, drainRaw, emitBacklog, emitOne, latencies, log, mark, memoryOf,
-  perSecond, postgresByRole, receiverPort, spawnWorker, steady, stopWorker, until, usOf, verifyWith, watch, watchPostgres,
+  accountsWithEndpoints, allRecorded, arrivedAt, closeReceiver, counts, cpuBetween, drainRaw, emitBacklog, emitOne, latencies, log, mark, memoryOf,
+  perSecond, postgresByRole, spawnWorker, steady, stopWorker, until, usOf, watch, watchPostgres,
   workerListening, type CpuUse, type Drain,
 } from './webhooks-rig.ts';
 import { webhooksReport, type Run } from './webhooks-report.ts';
@@ -58,18 +57,7 @@ const PLAN = {
 await createPlan(pool, 'bench_webhooks', PLAN);
 await watchPostgres(db.url);
 
-/** `n` accounts with one endpoint each, at /<prefix><i> of the receiver. */
-async function accounts(on: Pool, prefix: string, n: number): Promise<string[]> {
-  const contas: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const account = await createAccount(on, { plano: 'bench_webhooks', escopos: [] });
-    const path = `/${prefix}${n > 1 ? i : ''}`;
-    const endpoint = await criarEndpoint(on, { contaId: account.contaId, usuarioId: account.usuarioId, url: `http://127.0.0.1:${receiverPort}${path}`, tipos: [], descricao: null });
-    verifyWith(path, endpoint.segredo);
-    contas.push(account.contaId);
-  }
-  return contas;
-}
+const accounts = (on: Pool, prefix: string, n: number) => accountsWithEndpoints(on, 'bench_webhooks', prefix, n);
 const contas = await accounts(pool, 'r', ACCOUNTS);
 const [one = ''] = await accounts(pool, 'one', 1);
 
