@@ -23,6 +23,14 @@ test('off by default; an endpoint turns both signals on; each signal can be turn
   assert.equal(on({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }), [false, false]);
 });
 
+test('each signal\'s URL: its own endpoint as given, or the base endpoint with its path', () => {
+  const base = telemetrySettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' });
+  assert.equal([base.tracesUrl, base.metricsUrl], ['http://collector:4318/v1/traces', 'http://collector:4318/v1/metrics']);
+  const own = telemetrySettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://t.example/ingest' });
+  assert.equal([own.tracesUrl, own.metricsUrl], ['https://t.example/ingest', 'http://c:4318/v1/metrics']);
+  assert.equal([telemetrySettings({}).tracesUrl, telemetrySettings({}).metricsUrl], [undefined, undefined]);
+});
+
 test('samplers: the standard names and a ratio from 0 to 1; parent-based always on by default', () => {
   assert.equal(telemetrySettings({}).sampler, { kind: 'always_on', parentBased: true, ratio: 1 });
   assert.equal(telemetrySettings({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }).sampler,

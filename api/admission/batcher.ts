@@ -11,7 +11,7 @@
 // batch never floods the pool. Only unavailability (503: the database is down or slow) fails every
 // request of a batch.
 import { ApiError, indisponivel } from '#shared/errors.ts';
-import { endBatchSpan, inBatchSpan, memberSpan, startBatchSpan } from '#shared/telemetry/batches.ts';
+import { endBatchSpan, memberSpan, runBatch, startBatchSpan } from '#shared/telemetry/batches.ts';
 import type { Span } from '#shared/telemetry/spans.ts';
 
 export type BatchPolicy = {
@@ -87,7 +87,7 @@ export class Batcher<T, R> {
     const items = part.map((w) => w.item);
     const span = startBatchSpan(this.#policy.name, part);
     try {
-      const results = await (span ? inBatchSpan(span, this.#run, items) : this.#run(items));
+      const results = await runBatch(span, this.#run, items);
       if (span) endBatchSpan(span, part);
       part.forEach((w, i) => w.resolve(results[i] as R));
     } catch (error) {

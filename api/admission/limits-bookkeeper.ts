@@ -3,6 +3,7 @@
 // charged beyond its final cost. All of it batched, off the request path.
 import { Nothing, sql, type Pool } from '#shared/db/pool.ts';
 import type { Logger } from '#shared/log.ts';
+import { untraced } from '#shared/telemetry/spans.ts';
 import type { Settlement } from './limits.ts';
 
 /** Finished requests whose slots are still counted: one entry per request. */
@@ -70,7 +71,7 @@ export class LimitsBookkeeper {
 
   async flush(): Promise<void> {
     if (this.#flushing) return this.#flushing;
-    this.#flushing = this.#write().finally(() => {
+    this.#flushing = untraced(() => this.#write()).finally(() => {
       this.#flushing = null;
     });
     return this.#flushing;

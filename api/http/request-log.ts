@@ -2,6 +2,7 @@
 // written in batches off the request path, flushed on a timer, when a batch fills, and on shutdown.
 import { Nothing, sql, type Pool } from '#shared/db/pool.ts';
 import type { Logger } from '#shared/log.ts';
+import { untraced } from '#shared/telemetry/spans.ts';
 
 export type RequestLogEntry = {
   requisicaoId: string;
@@ -51,7 +52,7 @@ export class RequestLog {
   /** Writes everything pending; one flush at a time. */
   async flush(): Promise<void> {
     if (this.#flushing) return this.#flushing;
-    this.#flushing = this.#drain().finally(() => {
+    this.#flushing = untraced(() => this.#drain()).finally(() => {
       this.#flushing = null;
     });
     return this.#flushing;

@@ -1,7 +1,7 @@
 // One statement that serves many traced units of work (an admission batch, a write batch): a span of
 // its own, with the statement's SQL as its child, linked to the span of each unit it served, and each
 // of those linked back to it, so a request's trace leads to the batch and the batch to its requests.
-import { context, trace, type Link, type Span } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, trace, type Link, type Span } from '@opentelemetry/api';
 import { failed, startSpan } from './spans.ts';
 import { telemetry } from './state.ts';
 
@@ -20,12 +20,17 @@ export function startBatchSpan(name: string, members: readonly Member[]): Span |
   for (const { span } of members) if (span?.isRecording()) links.push({ context: span.spanContext() });
   if (links.length === 0) return undefined;
   // A root of its own: the batch belongs to no one request's trace more than to another's.
-  return startSpan(name, { links, parent: trace.deleteSpan(context.active()), attributes: { 'printfarm.batch.size': members.length } });
+  return startSpan(name, { links, parent: ROOT_CONTEXT, attributes: { 'printfarm.batch.size': members.length } });
 }
 
-/** Runs the batch's statement in its span's context (its SQL becomes the span's child). */
-export function inBatchSpan<A, R>(span: Span, run: (arg: A) => Promise<R>, arg: A): Promise<R> {
-  return context.with(trace.setSpan(context.active(), span), run, undefined, arg);
+/**
+ * Runs the batch's statement in its span's context (its SQL becomes the span's child), or, traced but
+ * with no span of its own, in no trace: never in the context of the request that happened to start
+ * the batch, whose trace would otherwise claim the others' SQL and events.
+ */
+export function runBatch<A, R>(span: Span | undefined, run: (arg: A) => Promise<R>, arg: A): Promise<R> {
+  if (span) return context.with(trace.setSpan(ROOT_CONTEXT, span), run, undefined, arg);
+  return telemetry.tracer ? context.with(ROOT_CONTEXT, run, undefined, arg) : run(arg);
 }
 
 /** Ends the batch's span, links its members back to it. */

@@ -37,7 +37,7 @@ export function startSdk(settings: TelemetrySettings, identity: Identity, log: L
       // Nothing that is a value of the request: a long attribute is cut, never exported whole.
       spanLimits: { attributeValueLengthLimit: 512, linkCountLimit: 256 },
       spanProcessors: [new BatchSpanProcessor({
-        exporter: new OTLPTraceExporter(), scheduledDelayMillis: settings.spanDelayMs,
+        exporter: new OTLPTraceExporter(settings.tracesUrl ? { url: settings.tracesUrl } : {}), scheduledDelayMillis: settings.spanDelayMs,
         maxQueueSize: settings.spanQueue, maxExportBatchSize: Math.min(settings.spanBatch, settings.spanQueue),
       })],
     });
@@ -46,7 +46,8 @@ export function startSdk(settings: TelemetrySettings, identity: Identity, log: L
     stops.push(() => provider.shutdown());
   }
   if (settings.metrics) {
-    const reader = new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: settings.metricIntervalMs });
+    const exporter = new OTLPMetricExporter(settings.metricsUrl ? { url: settings.metricsUrl } : {});
+    const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: settings.metricIntervalMs });
     const provider = new MeterProvider({ resource, readers: [reader] });
     metricsApi.setGlobalMeterProvider(provider);
     telemetry.metrics = createMetrics(provider.getMeter('printfarm', identity.version));

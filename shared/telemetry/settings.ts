@@ -15,6 +15,9 @@ export type TelemetrySettings = {
   /** Ended spans held for export at most (beyond, new ones are dropped), and per export (OTEL_BSP_MAX_QUEUE_SIZE, _MAX_EXPORT_BATCH_SIZE). */
   spanQueue: number;
   spanBatch: number;
+  /** Where each signal goes: the per-signal endpoint as given, or the base endpoint with /v1/traces, /v1/metrics. */
+  tracesUrl: string | undefined;
+  metricsUrl: string | undefined;
 };
 
 const SAMPLERS: Record<string, Omit<SamplerSetting, 'ratio'>> = {
@@ -38,6 +41,8 @@ export function telemetrySettings(env: NodeJS.ProcessEnv): TelemetrySettings {
     spanDelayMs: positiveInt(env, 'OTEL_BSP_SCHEDULE_DELAY', 5_000),
     spanQueue: positiveInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2_048),
     spanBatch: positiveInt(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512),
+    tracesUrl: signalUrl(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'v1/traces'),
+    metricsUrl: signalUrl(env, 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT', 'v1/metrics'),
   };
 }
 
@@ -65,4 +70,12 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   const value = Number(raw);
   if (!Number.isInteger(value) || value <= 0) throw new Error(`${name}=${raw}: a positive whole number`);
   return value;
+}
+
+/** The OTLP/HTTP URL of a signal (OpenTelemetry's exporter specification); undefined: the exporter's default. */
+function signalUrl(env: NodeJS.ProcessEnv, name: string, path: string): string | undefined {
+  const own = env[name]?.trim();
+  if (own) return own;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  return base ? `${base.replace(/\/+$/, '')}/${path}` : undefined;
 }

@@ -67,6 +67,15 @@ export function failed(span: Span, error: unknown): void {
   span.setAttribute('error.type', error instanceof Error ? error.constructor.name : typeof error);
 }
 
+/**
+ * Runs shared work (a batch of many requests' bookkeeping) outside any request's trace: a timer or a
+ * flush started from one request would otherwise carry that request's context, and its trace would
+ * claim SQL done for all.
+ */
+export function untraced<T>(work: () => T): T {
+  return telemetry.tracer ? context.with(ROOT_CONTEXT, work) : work();
+}
+
 /** The active span's traceparent, for the database to give the events of a change; null when not traced. */
 export function activeTraceparent(): string | null {
   if (!telemetry.tracer) return null;
