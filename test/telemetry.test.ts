@@ -86,7 +86,9 @@ test('a write continues the client\'s trace through admission, its SQL, the rela
   assert.is(res.status, 201, text);
   const cotacao = JSON.parse(text) as { id: string };
   const [delivery] = await receiver.waitFor(1, (r) => r.json?.dados?.id === cotacao.id);
-  const spans = await eventually(async () => inTrace(traceId), (s) => named(s, 'POST').length > 0 && named(s, /^relay /).length > 0);
+  // Each process exports on its own: wait for the web's request and the worker's relay and attempt.
+  const spans = await eventually(async () => inTrace(traceId),
+    (s) => named(s, 'POST /v1/cotacoes').length > 0 && named(s, 'POST').length > 0 && named(s, /^relay /).length > 0);
 
   const server = named(spans, 'POST /v1/cotacoes');
   assert.is(server.length, 1, `spans of the trace: ${spans.map((s) => s.name).join(', ')}`);
