@@ -93,7 +93,7 @@ const oneEndpoint = (endpointId: string | undefined) => (endpointId === undefine
 export const destinosDoEvento = (contaId: string, eventId: string, endpointId?: string) =>
   destinos(oneEvent(contaId, eventId), oneEndpoint(endpointId));
 
-/** An event a pass relayed whose change was traced: the pass's span joins its trace (worker/webhooks/relay.ts). */
+/** An event a pass relayed whose change was traced and sampled: the pass's span joins its trace (worker/webhooks/relay.ts). */
 const TracedEvent = z.object({ id: z.string(), tipo: z.string(), traceparent: z.string() });
 export type TracedEvent = z.infer<typeof TracedEvent>;
 const Relayed = z.object({
@@ -213,8 +213,9 @@ const RELAY_ANSWER = sql.fragment`
               FROM decided x
               JOIN webhook_endpoints e ON e.conta_id = x.conta_id AND e.id = x.endpoint_id
              WHERE x.taken AND (SELECT by_id FROM leases) ? x.id::text), '[]'::json) AS taken,
+           -- Only sampled traces (flags 01): an unsampled event's relay span would be made to be dropped.
            coalesce((SELECT json_agg(json_build_object('id', m.id, 'tipo', m.tipo, 'traceparent', m.traceparent) ORDER BY m.seq)
-                       FROM marked m WHERE m.traceparent IS NOT NULL), '[]'::json) AS traced,
+                       FROM marked m WHERE m.traceparent LIKE '%-01'), '[]'::json) AS traced,
            -- The other workers are woken only for what this one did not take.
            (SELECT count(*) FROM (SELECT pg_notify(${CHANNEL_DUE}, '') WHERE EXISTS (SELECT FROM created WHERE lease_id IS NULL)) n) AS notified`;
 
