@@ -33,9 +33,6 @@ const CONTRACT_COPY = ['docs/api-v1', 'md'].join('.');
  * checks that it does. An entry the test no longer finds fails it, like a new frozen citation.
  */
 const FROZEN: readonly { file: string; cites: string; now: readonly string[] }[] = [
-  { file: 'sql/migrations/0004_cotacoes_pedidos.sql', cites: NOTE('§10'), now: ['docs/decisions/0029-quotation-and-order-states.md'] },
-  { file: 'sql/migrations/0007_limites.sql', cites: NOTE('§5'), now: ['docs/decisions/0009-cost-units-classes-and-windows.md'] },
-  { file: 'sql/migrations/0007_limites.sql', cites: NOTE('§3.3'), now: ['docs/decisions/0011-month-counter-in-durable-blocks.md'] },
   { file: 'sql/migrations/0009_referencias_e_historico.sql', cites: NOTEBOOK, now: ['docs/decisions/0031-external-references.md'] },
   { file: 'sql/migrations/0012_documentos_catalogo.sql', cites: NOTEBOOK, now: ['docs/decisions/0028-catalog-documents.md'] },
   { file: 'sql/migrations/0013_tipos_de_evento_plpgsql.sql', cites: NOTEBOOK, now: ['docs/decisions/0016-checks-on-hot-tables.md'] },

@@ -121,6 +121,23 @@ CREATE TRIGGER probe_removida_trigger BEFORE UPDATE ON etapas FOR EACH ROW EXECU
   assert.equal(await query(url, probes), [{ f: false, v: false, t: false }]);
 });
 
+test('a migration whose comments were corrected after it was applied is accepted from its former checksum, and recorded anew', async () => {
+  const { url } = await createEmptyDatabase();
+  await release(url);
+  const current = await query(url, 'SELECT checksum FROM schema_migrations WHERE id = 7');
+  // As a database released before the correction recorded it.
+  await query(url, "UPDATE schema_migrations SET checksum = '4f3b883bb5a80a72db532205bf0761e43a7449c08ff3d573819457ef0e29a64d' WHERE id = 7");
+  await release(url);
+  assert.equal(await query(url, 'SELECT checksum FROM schema_migrations WHERE id = 7'), current);
+  await query(url, "UPDATE schema_migrations SET checksum = 'another' WHERE id = 7");
+  try {
+    await release(url);
+    assert.unreachable('any other checksum is still refused');
+  } catch (error) {
+    assert.match(String(error), /0007_limites\.sql changed after it was applied/);
+  }
+});
+
 test('refuses to run when an applied migration was edited, or the database has one the files do not', async () => {
   const { url } = await createEmptyDatabase();
   await release(url);

@@ -153,6 +153,17 @@ async function ensureBookkeeping(client: pg.Client): Promise<void> {
     released_at timestamptz NOT NULL DEFAULT now())`);
 }
 
+/**
+ * Applied migrations whose comments were corrected afterwards, and the checksums they had before: a
+ * database that recorded one of those is accepted and records the file's current checksum. Only
+ * comments may change this way (they cited a note that is not in the repository; they now cite its
+ * decision records); anything else is a new migration.
+ */
+const AMENDED: Readonly<Record<number, readonly string[]>> = {
+  4: ['ec04befb7c9b50fac398c00863b87b9bb1263725e75b7766b27d7aef443ffab7'],
+  7: ['4f3b883bb5a80a72db532205bf0761e43a7449c08ff3d573819457ef0e29a64d'],
+};
+
 async function pendingMigrations(client: pg.Client, migrations: Migration[]): Promise<Migration[]> {
   const { rows } = await client.query<{ id: number; name: string; checksum: string }>(
     'SELECT id, name, checksum FROM schema_migrations ORDER BY id');
@@ -164,7 +175,10 @@ async function pendingMigrations(client: pg.Client, migrations: Migration[]): Pr
         'a development database can be recreated');
     }
     if (file.checksum !== row.checksum) {
-      throw new Error(`migration ${file.name} changed after it was applied; add a new migration instead`);
+      if (!AMENDED[file.id]?.includes(row.checksum)) {
+        throw new Error(`migration ${file.name} changed after it was applied; add a new migration instead`);
+      }
+      await client.query('UPDATE schema_migrations SET checksum = $1 WHERE id = $2', [file.checksum, file.id]);
     }
   }
   return migrations.filter((m) => !rows.some((r) => r.id === m.id));

@@ -1,5 +1,5 @@
--- Quotations and production orders, with their items and stages. The state machines of DESIGN §10
--- are enforced by triggers (sql/code/cotacoes.sql, pedidos.sql): a transition the design does not
+-- Quotations and production orders, with their items and stages. The state machines
+-- (docs/decisions/0029-quotation-and-order-states.md) are enforced by triggers (sql/code/cotacoes.sql, pedidos.sql): a transition the design does not
 -- allow cannot be written by any path.
 
 CREATE TABLE cotacoes (

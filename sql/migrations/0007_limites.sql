@@ -1,4 +1,4 @@
--- The counters of the limits of contract §8 (DESIGN §5), which admission (sql/code/admission.sql)
+-- The counters of the limits of contract §8 (docs/decisions/0009-cost-units-classes-and-windows.md), which admission (sql/code/admission.sql)
 -- checks and charges in one round trip per request or batch of requests.
 
 -- Calls per calendar month (UTC) per account, in cost units: durable, it is what the quota counts.
@@ -61,7 +61,7 @@ CREATE TYPE admission AS (
   mes_q int, mes_r int, mes_t int
 );
 
--- The month counter charged ahead, in durable blocks (DESIGN §3.3: the month counter is always
+-- The month counter charged ahead, in durable blocks (docs/decisions/0011-month-counter-in-durable-blocks.md: the month counter is always
 -- durable; the short-lived counters may skip the WAL).
 --
 -- Before this, every admission added its cost to uso_mensal, the one logged table it wrote, and so
