@@ -1,4 +1,5 @@
-// Shared work is in no request's trace (docs/decisions/0049-opentelemetry.md): the request log's
+// Shared work is in no request's trace, and a job keeps the trace that scheduled it
+// (docs/decisions/0049-opentelemetry.md). The request log's
 // rows and the slots given back are written in batches for many requests, each flush started from
 // whichever request came first (a timer set, a batch filled). Traced in that request's context, its
 // trace would claim SQL done for all. Telemetry on in this process, a real OTLP receiver, a real
@@ -10,6 +11,7 @@ import * as assert from 'uvu/assert';
 import { context, trace } from '@opentelemetry/api';
 import { createDatabasePool, sql, type Pool } from '#shared/db/pool.ts';
 import { createLogger } from '#shared/log.ts';
+import { inJobSpan, withTraceContext } from '#shared/telemetry/jobs.ts';
 import { startTelemetry, type RunningTelemetry } from '#shared/telemetry/start.ts';
 import { telemetry } from '#shared/telemetry/state.ts';
 import { LimitsBookkeeper } from '../api/admission/limits-bookkeeper.ts';
@@ -37,6 +39,25 @@ test.after(async () => {
   await db.close();
 });
 
+/** Checks of what was exported, run once the last test has stopped telemetry (its export flushed). */
+const jobChecks: (() => void)[] = [];
+
+test('a job runs in a span continuing the trace that scheduled it, its SQL as its children', async () => {
+  const scheduler = telemetry.tracer!.startSpan('POST /v1/estoque/movimentos');
+  const data = context.with(trace.setSpan(context.active(), scheduler), () => withTraceContext({ contaId: 'c' }));
+  scheduler.end();
+  assert.is(data.traceparent, `00-${scheduler.spanContext().traceId}-${scheduler.spanContext().spanId}-01`);
+  assert.equal(withTraceContext({ contaId: 'c' }), { contaId: 'c' }, 'scheduled outside any trace: the data as it was');
+  await inJobSpan('lift-suspension', [{ data }], () => pool.query(sql.typeAlias('void')`SELECT 2`));
+  jobChecks.push(() => {
+    const spans = otlp.spans();
+    const job = spans.find((s) => s.name === 'job lift-suspension');
+    assert.ok(job, 'the job\'s span went out');
+    assert.equal([job!.traceId, job!.parentSpanId], [scheduler.spanContext().traceId, scheduler.spanContext().spanId]);
+    assert.equal(spans.filter((s) => s.parentSpanId === job!.spanId).map((s) => s.name), ['SELECT']);
+  });
+});
+
 test('a request\'s own statement is its child; the request log\'s and the slots\' flushes are nobody\'s', async () => {
   const requestLog = new RequestLog(pool, log, 60_000);
   const limits = new LimitsBookkeeper(pool, log, `test:${randomUUID()}`);
@@ -61,6 +82,7 @@ test('a request\'s own statement is its child; the request log\'s and the slots\
   const children = spans.filter((s) => s.parentSpanId === request!.spanId).map((s) => s.name);
   assert.equal(children, ['SELECT'], 'only its own statement');
   assert.equal(spans.filter((s) => /request_log|api_release/.test(s.name)).map((s) => s.name), []);
+  for (const check of jobChecks) check();
 });
 
 test.run();
