@@ -10,8 +10,11 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { z } from 'zod';
 import { freePort } from '#shared/db/embedded.ts';
+import { sql } from '#shared/db/pool.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { criarProdutoCompleto } from './helpers/catalogo.ts';
 import { createAccount, type TestAccount } from './helpers/fixtures.ts';
 import { startOtlpReceiver, type ExportedSpan, type OtlpReceiver } from './helpers/otlp.ts';
 import { addEndpoint, eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
@@ -116,6 +119,25 @@ test('a write continues the client\'s trace through admission, its SQL, the rela
   assert.is(attempt!.service, 'printfarm-worker');
   assert.is(attempt!.attributes['http.response.status_code'], 200);
   assert.is(delivery!.headers.traceparent, `00-${traceId}-${attempt!.spanId}-01`, 'the receiver got the attempt as its parent');
+});
+
+test('a batched one-statement write (a stock movement), traced: answered as untraced, its event carrying the batch\'s trace, which links the request', async () => {
+  const own = await createAccount(db.pool);
+  const variacao = (await criarProdutoCompleto(db.pool, own.contaId)).variacoes[0]?.id ?? '';
+  const traceId = hex(16);
+  const res = await fetch(`${api}/estoque/movimentos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${own.token}`, 'content-type': 'application/json', 'idempotency-key': hex(8), traceparent: `00-${traceId}-${hex(8)}-01` },
+    body: JSON.stringify({ tipo: 'entrada', variacao_id: variacao, quantidade: 3, motivo: 'devolucao' }),
+  });
+  const text = await res.text();
+  assert.is(res.status, 201, text);
+  const request = await eventually(async () => named(inTrace(traceId), 'POST /v1/estoque/movimentos')[0], (s) => s !== undefined);
+  const batch = await eventually(async () => otlp.spans().find((s) => s.name === 'write movimentos' && s.links.some((l) => l.spanId === request!.spanId)),
+    (s) => s !== undefined);
+  const traceparent = await db.pool.oneFirst(sql.type(z.object({ traceparent: z.string().nullable() }))`
+    SELECT traceparent FROM outbox WHERE conta_id = ${own.contaId} AND tipo = 'estoque.movimentado'`);
+  assert.is(traceparent, `00-${batch!.traceId}-${batch!.spanId}-01`);
 });
 
 test('a client\'s unsampled trace stays unsampled to the receiver: nothing exported of it, its context carried on', async () => {

@@ -15,7 +15,7 @@ import { endBatchSpan, memberSpan, runBatch, startBatchSpan } from '#shared/tele
 import type { Span } from '#shared/telemetry/spans.ts';
 
 export type BatchPolicy = {
-  /** Names the batch's span when traced (`admission batch`, `write estoque_movimentar`). */
+  /** Names the batch's span when traced (`admission batch`, `write movimentos`). */
   name: string;
   /** Batches in flight at once. */
   lanes: number;
